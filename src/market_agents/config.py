@@ -1,0 +1,241 @@
+"""The simulation config: one pydantic tree, validated once, hashed for provenance.
+
+A run is fully described by a YAML file (``config/baseline.yaml``) plus dotted overrides
+(``--set exchange.halt_threshold=0.05``) and, inside a design, each cell's overrides.
+Unknown keys and bad values raise :class:`ConfigError` naming the file and the key path.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from market_agents.errors import ConfigError
+from market_agents.llm.config import LLMConfig
+
+MAX_SEED = 2**32 - 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SimulationConfig(_Strict):
+    ticks: int = Field(default=600, ge=10, le=1_000_000)
+    burn_in: int = Field(default=50, ge=0)
+    decision_interval: int = Field(default=20, ge=1)
+    history: int = Field(default=20, ge=2, description="recent prices shown to traders")
+
+    @model_validator(mode="after")
+    def _burn_in_fits(self) -> SimulationConfig:
+        if self.burn_in >= self.ticks:
+            raise ValueError(f"burn_in ({self.burn_in}) must be below ticks ({self.ticks})")
+        return self
+
+
+class FundamentalsConfig(_Strict):
+    """True value V (never shown to traders) and the public value V^pub.
+
+    V moves by Gaussian steps (``sigma`` per tick, price units) and by hidden jumps: in each
+    news period of ``news_interval`` ticks a jump N(0, jump_sigma) hits V with probability
+    ``jump_prob`` at a random tick of the period. V^pub is V as of the last news release, so it
+    lags V by up to one period. Two assets share a common factor with ``factor_loading``.
+    """
+
+    n_assets: Literal[1, 2] = 1
+    v0: float = Field(default=475.0, gt=0)
+    sigma: float = Field(default=0.35, ge=0)
+    jump_prob: float = Field(default=0.2, ge=0, le=1)
+    jump_sigma: float = Field(default=4.0, ge=0)
+    news_interval: int = Field(default=10, ge=1)
+    factor_loading: list[float] | None = None
+
+    @model_validator(mode="after")
+    def _loadings(self) -> FundamentalsConfig:
+        if self.factor_loading is not None:
+            if len(self.factor_loading) != self.n_assets:
+                raise ValueError(
+                    f"factor_loading has {len(self.factor_loading)} entries; "
+                    f"n_assets is {self.n_assets}"
+                )
+            if any(not -1.0 <= b <= 1.0 for b in self.factor_loading):
+                raise ValueError("factor_loading entries must lie in [-1, 1]")
+        return self
+
+
+class ExchangeConfig(_Strict):
+    mechanism: Literal["book", "call_auction"] = "book"
+    auction_interval: int = Field(default=5, ge=1, description="ticks between call auctions")
+    tick_size: float = Field(default=0.01, gt=0)
+    order_ttl: int = Field(default=20, ge=1, description="ticks a resting order lives")
+    halt_threshold: float | None = Field(default=None, gt=0, lt=1)
+    halt_window: int = Field(default=10, ge=1)
+    halt_ticks: int = Field(default=20, ge=1)
+    position_limit: int | None = Field(default=None, ge=1)
+    max_leverage: float = Field(default=3.0, ge=1.0, description="for leveraged traders")
+    maintenance_margin: float = Field(default=0.2, gt=0, lt=1)
+
+
+class MixConfig(_Strict):
+    """Shares of the non-market-maker classical types; they must sum to 1."""
+
+    fundamentalist: float = Field(default=0.35, ge=0, le=1)
+    trend: float = Field(default=0.25, ge=0, le=1)
+    noise: float = Field(default=0.40, ge=0, le=1)
+    leveraged: float = Field(default=0.0, ge=0, le=1)
+    statarb: float = Field(default=0.0, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _sums_to_one(self) -> MixConfig:
+        total = sum(self.model_dump().values())
+        if abs(total - 1.0) > 1e-9:
+            raise ValueError(f"shares must sum to 1, got {total:.6g}")
+        return self
+
+
+class PopulationConfig(_Strict):
+    n_traders: int = Field(default=100, ge=2, le=100_000)
+    n_market_makers: int = Field(default=5, ge=1)
+    llm_share: float = Field(default=0.0, ge=0, le=1)
+    mix: MixConfig = Field(default_factory=MixConfig)
+    initial_cash: float = Field(default=20_000.0, ge=0)
+    initial_shares: int = Field(default=20, ge=0)
+    mm_initial_cash: float = Field(default=200_000.0, ge=0)
+    mm_initial_shares: int = Field(default=400, ge=0)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+
+    @model_validator(mode="after")
+    def _makers_fit(self) -> PopulationConfig:
+        if self.n_market_makers >= self.n_traders:
+            raise ValueError(
+                f"n_market_makers ({self.n_market_makers}) must be below n_traders "
+                f"({self.n_traders})"
+            )
+        return self
+
+    @property
+    def n_llm(self) -> int:
+        """LLM slots: the share of all traders, capped at the non-market-maker slots."""
+        return min(round(self.llm_share * self.n_traders), self.n_traders - self.n_market_makers)
+
+
+class Shock(_Strict):
+    time: int = Field(ge=0)
+    kind: Literal["fundamental_jump", "placebo"]
+    size: float = 0.0
+    asset: int | None = Field(default=None, ge=0, description="None: every asset")
+
+
+class Config(_Strict):
+    simulation: SimulationConfig = Field(default_factory=SimulationConfig)
+    fundamentals: FundamentalsConfig = Field(default_factory=FundamentalsConfig)
+    exchange: ExchangeConfig = Field(default_factory=ExchangeConfig)
+    population: PopulationConfig = Field(default_factory=PopulationConfig)
+    shocks: list[Shock] = Field(default_factory=list)
+    treatment: dict[str, str | float | int | bool] = Field(
+        default_factory=dict, description="labels carried into outcomes (no effect on dynamics)"
+    )
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> Config:
+        for i, s in enumerate(self.shocks):
+            if s.time >= self.simulation.ticks:
+                raise ValueError(f"shocks.{i}.time {s.time} is past the last tick")
+            if s.asset is not None and s.asset >= self.fundamentals.n_assets:
+                raise ValueError(f"shocks.{i}.asset {s.asset} does not exist")
+        if self.population.mix.statarb > 0 and self.fundamentals.n_assets < 2:
+            raise ValueError("population.mix.statarb needs fundamentals.n_assets: 2")
+        return self
+
+
+# --- loading, overrides, hashing -------------------------------------------------------------
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: malformed YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def parse_set(item: str) -> tuple[str, Any]:
+    """``a.b=VALUE`` with VALUE parsed as YAML (so ``{openai: 1.0}`` is a mapping)."""
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--set {item!r}: value is not valid YAML: {exc}") from None
+    return key.strip(), value
+
+
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any], where: str) -> dict[str, Any]:
+    """Return a copy of ``data`` with dotted keys set. Unknown top-level paths are left for
+    pydantic to reject, so the error names the same key path either way."""
+    out = copy.deepcopy(data)
+    for dotted, value in overrides.items():
+        node = out
+        parts = dotted.split(".")
+        for part in parts[:-1]:
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise ConfigError(f"{where}: {dotted}: {part!r} is not a mapping")
+            node = child
+        node[parts[-1]] = copy.deepcopy(value)
+    return out
+
+
+def validate(data: dict[str, Any], where: str) -> Config:
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            got = err.get("input")
+            got_s = "" if isinstance(got, dict) else f" (got {got!r})"
+            lines.append(f"{loc}: {err['msg']}{got_s}")
+        raise ConfigError(f"{where}: " + "; ".join(lines)) from None
+
+
+def load_config(path: str | Path, sets: list[str] | None = None) -> Config:
+    data = read_yaml(path)
+    overrides = dict(parse_set(s) for s in sets or [])
+    return validate(apply_overrides(data, overrides, str(path)), str(path))
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def config_hash(config: Config) -> str:
+    return hashlib.sha256(canonical_json(config.model_dump(mode="json")).encode()).hexdigest()
+
+
+def dump_yaml(config: Config) -> str:
+    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+
+
+def check_seed(seed: int) -> int:
+    if not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"--seed {seed}: must be in 0..{MAX_SEED}")
+    return seed

@@ -1,0 +1,71 @@
+"""What traders send to the exchange and what they are allowed to see.
+
+Prices in orders are floats in currency units; the exchange works in integer ticks
+(``tick_size``) so that cash and shares are conserved exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+BUY = 1
+SELL = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Order:
+    """A limit order (``price`` set) or a market order (``price=None``, immediate-or-cancel)."""
+
+    side: int  # BUY or SELL
+    qty: int
+    price: float | None = None
+    asset: int = 0
+    ttl: int | None = None  # ticks to live; None: the exchange default
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """Cancel one resting order by id, or every resting order of the trader (``order_id=None``)."""
+
+    order_id: int | None = None
+    asset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fill:
+    tick: int
+    asset: int
+    side: int  # from the trader's point of view
+    qty: int
+    price: float
+
+
+@dataclass(frozen=True, slots=True)
+class AssetView:
+    asset: int
+    public_value: float  # V^pub: the only value signal any trader sees
+    last_price: float
+    mid_price: float
+    best_bid: float | None
+    best_ask: float | None
+    bid_size: int
+    ask_size: int
+    recent_prices: tuple[float, ...]  # last `history` mid prices, oldest first
+    halted: bool
+    shares: int  # the viewer's position in this asset
+
+
+@dataclass(frozen=True, slots=True)
+class MarketView:
+    """Everything one trader may know at a decision: public market data and its own account."""
+
+    tick: int
+    slot: int
+    assets: tuple[AssetView, ...]
+    cash: float
+    wealth: float  # cash + shares marked at mid
+    position_limit: int | None
+    max_leverage: float  # 1.0 for unlevered traders
+    open_orders: tuple[tuple[int, int, int, float, int], ...] = field(default=())
+    # (order_id, asset, side, price, remaining qty)
+    recent_fills: tuple[Fill, ...] = field(default=())
