@@ -99,6 +99,9 @@ class MixConfig(_Strict):
         return self
 
 
+ClassicalType = Literal["fundamentalist", "trend", "noise", "leveraged", "statarb"]
+
+
 class PopulationConfig(_Strict):
     n_traders: int = Field(default=100, ge=2, le=100_000)
     n_market_makers: int = Field(default=5, ge=1)
@@ -108,6 +111,9 @@ class PopulationConfig(_Strict):
     initial_shares: int = Field(default=20, ge=0)
     mm_initial_cash: float = Field(default=200_000.0, ge=0)
     mm_initial_shares: int = Field(default=400, ge=0)
+    slot_types: dict[int, ClassicalType] = Field(
+        default_factory=dict, description="pin the classical type of given slots"
+    )
     llm: LLMConfig = Field(default_factory=LLMConfig)
 
     @model_validator(mode="after")
@@ -117,6 +123,12 @@ class PopulationConfig(_Strict):
                 f"n_market_makers ({self.n_market_makers}) must be below n_traders "
                 f"({self.n_traders})"
             )
+        for slot in self.slot_types:
+            if not self.n_market_makers <= slot < self.n_traders:
+                raise ValueError(
+                    f"slot_types: slot {slot} is not a trader slot "
+                    f"({self.n_market_makers}..{self.n_traders - 1})"
+                )
         return self
 
     @property

@@ -1,0 +1,197 @@
+"""Classical traders: market makers, fundamentalists, trend followers, noise traders, leveraged
+trend followers and a two-asset statistical arbitrageur.
+
+Every trader values the asset from V^pub (information parity), draws its own parameters once
+from its private generator, and sends marketable limit orders rather than naked market orders,
+so no single order can sweep the book to an absurd price.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from market_agents.agents.base import Trader
+from market_agents.market.types import BUY, SELL, AssetView, Cancel, MarketView, Order
+
+
+def realized_vol(prices: tuple[float, ...]) -> float:
+    """Standard deviation of recent log changes of the mid price (0 with too little history)."""
+    if len(prices) < 3:
+        return 0.0
+    r = np.diff(np.log(np.asarray(prices)))
+    return float(np.sqrt(np.mean(r * r)))
+
+
+def ref_price(a: AssetView) -> float:
+    return a.mid_price if a.mid_price > 0 else a.last_price
+
+
+class MarketMaker(Trader):
+    """Quotes both sides every tick around the mid, leaning toward V^pub and against inventory;
+    widens its spread when recent volatility rises (a source of volatility clustering)."""
+
+    kind = "market_maker"
+    every_tick = True
+
+    def __init__(self, slot: int, rng: np.random.Generator, target_shares: int):
+        super().__init__(slot, rng)
+        self.half_spread = rng.uniform(0.0008, 0.0016)
+        self.vol_mult = rng.uniform(1.0, 2.0)
+        self.anchor = rng.uniform(0.02, 0.06)
+        self.inventory_aversion = rng.uniform(0.0004, 0.0010)
+        self.size = int(rng.integers(3, 8))
+        self.target = target_shares
+
+    def decide(self, view: MarketView) -> list[Order | Cancel]:
+        out: list[Order | Cancel] = [Cancel()]
+        for a in view.assets:
+            if a.halted:
+                continue
+            mid = ref_price(a)
+            vol = realized_vol(a.recent_prices)
+            center = mid + self.anchor * (a.public_value - mid)
+            center *= 1.0 - self.inventory_aversion * (a.shares - self.target) / max(self.size, 1)
+            half = center * (self.half_spread + self.vol_mult * vol)
+            out.append(Order(BUY, self.size, round(center - half, 2), a.asset, ttl=1))
+            out.append(Order(SELL, self.size, round(center + half, 2), a.asset, ttl=1))
+        return out
+
+
+class Fundamentalist(Trader):
+    """Buys below V^pub and sells above it, more the larger the gap; otherwise rests a passive
+    order on the side of value."""
+
+    kind = "fundamentalist"
+
+    def __init__(self, slot: int, rng: np.random.Generator):
+        super().__init__(slot, rng)
+        self.threshold = rng.uniform(0.001, 0.006)
+        self.intensity = rng.uniform(300.0, 900.0)  # shares per unit of relative mispricing
+        self.max_qty = int(rng.integers(4, 12))
+
+    def decide(self, view: MarketView) -> list[Order | Cancel]:
+        out: list[Order | Cancel] = [Cancel()]
+        for a in view.assets:
+            if a.halted:
+                continue
+            v = a.public_value
+            if a.best_ask is not None and v > a.best_ask * (1 + self.threshold):
+                gap = v / a.best_ask - 1
+                qty = min(self.max_qty, max(1, int(self.intensity * gap)))
+                out.append(Order(BUY, qty, round(v * (1 - self.threshold), 2), a.asset))
+            elif a.best_bid is not None and v < a.best_bid * (1 - self.threshold):
+                gap = 1 - v / a.best_bid
+                qty = min(self.max_qty, max(1, int(self.intensity * gap)))
+                out.append(Order(SELL, qty, round(v * (1 + self.threshold), 2), a.asset))
+            else:
+                side = BUY if ref_price(a) < v else SELL
+                price = v * (1 - side * self.threshold)
+                out.append(Order(side, max(1, self.max_qty // 3), round(price, 2), a.asset))
+        return out
+
+
+class TrendFollower(Trader):
+    """Extrapolates the move over its look-back window with a marketable order."""
+
+    kind = "trend"
+
+    def __init__(self, slot: int, rng: np.random.Generator):
+        super().__init__(slot, rng)
+        self.lookback = int(rng.integers(3, 20))
+        self.threshold = rng.uniform(0.0005, 0.003)
+        self.qty = int(rng.integers(2, 8))
+        self.slippage = rng.uniform(0.002, 0.006)
+
+    def signal(self, a: AssetView) -> int:
+        p = a.recent_prices
+        if len(p) <= self.lookback:
+            return 0
+        move = math.log(p[-1] / p[-1 - self.lookback])
+        return BUY if move > self.threshold else SELL if move < -self.threshold else 0
+
+    def decide(self, view: MarketView) -> list[Order | Cancel]:
+        out: list[Order | Cancel] = [Cancel()]
+        for a in view.assets:
+            side = self.signal(a)
+            if side and not a.halted:
+                price = ref_price(a) * (1 + side * self.slippage)
+                out.append(Order(side, self.qty, round(price, 2), a.asset, ttl=1))
+        return out
+
+
+class NoiseTrader(Trader):
+    """Trades for reasons unrelated to value: random side, mostly limit orders near the mid."""
+
+    kind = "noise"
+
+    def __init__(self, slot: int, rng: np.random.Generator):
+        super().__init__(slot, rng)
+        self.market_prob = rng.uniform(0.2, 0.5)
+        self.width = rng.uniform(0.001, 0.004)
+        self.max_qty = int(rng.integers(2, 8))
+
+    def decide(self, view: MarketView) -> list[Order | Cancel]:
+        out: list[Order | Cancel] = [Cancel()]
+        for a in view.assets:
+            # Draw the same variates whether or not the market is halted, so the draws of
+            # later decisions never depend on halts.
+            side = BUY if self.rng.random() < 0.5 else SELL
+            aggressive = self.rng.random() < self.market_prob
+            offset = abs(self.rng.normal(0.0, self.width))
+            qty = int(self.rng.integers(1, self.max_qty + 1))
+            if a.halted:
+                continue
+            mid = ref_price(a)
+            if aggressive:
+                price = mid * (1 + side * (0.005 + offset))
+                out.append(Order(side, qty, round(price, 2), a.asset, ttl=1))
+            else:
+                out.append(Order(side, qty, round(mid * (1 - side * offset), 2), a.asset))
+        return out
+
+
+class LeveragedTrader(TrendFollower):
+    """A trend follower that borrows: larger positions, short sales, and forced liquidation by
+    the exchange's margin rule when equity falls below the maintenance margin."""
+
+    kind = "leveraged"
+
+    def __init__(self, slot: int, rng: np.random.Generator, leverage: float):
+        super().__init__(slot, rng)
+        self.leverage = leverage
+        self.qty *= 3
+
+
+class StatArb(Trader):
+    """Two assets: trades the relative mispricing of asset 0 against asset 1 (each priced
+    against its own V^pub), selling the rich leg and buying the cheap one."""
+
+    kind = "statarb"
+
+    def __init__(self, slot: int, rng: np.random.Generator):
+        super().__init__(slot, rng)
+        self.threshold = rng.uniform(0.002, 0.006)
+        self.qty = int(rng.integers(2, 6))
+
+    def decide(self, view: MarketView) -> list[Order | Cancel]:
+        out: list[Order | Cancel] = [Cancel()]
+        if len(view.assets) < 2 or any(a.halted for a in view.assets[:2]):
+            return out
+        a0, a1 = view.assets[0], view.assets[1]
+        z = math.log(ref_price(a0) / a0.public_value) - math.log(ref_price(a1) / a1.public_value)
+        if abs(z) < self.threshold:
+            return out
+        rich, cheap = (a0, a1) if z > 0 else (a1, a0)
+        out.append(Order(SELL, self.qty, round(ref_price(rich) * 0.997, 2), rich.asset, ttl=1))
+        out.append(Order(BUY, self.qty, round(ref_price(cheap) * 1.003, 2), cheap.asset, ttl=1))
+        return out
+
+
+CLASSICAL = {
+    "fundamentalist": Fundamentalist,
+    "trend": TrendFollower,
+    "noise": NoiseTrader,
+    "statarb": StatArb,
+}

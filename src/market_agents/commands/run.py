@@ -1,0 +1,44 @@
+"""``ma run``: one simulation from a config file into a run directory."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from market_agents.config import load_config
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run one simulation",
+        description="Run one simulation of CONFIG with SEED and write config.yaml, "
+        "manifest.json and the ticks/trades/orders/agents/llm_decisions parquet files to OUT "
+        "(written to a temporary directory, then renamed: OUT is complete or absent).",
+    )
+    p.add_argument("config", help="simulation config YAML, e.g. config/baseline.yaml")
+    p.add_argument("--seed", type=int, required=True, help="run seed (0..2**32-1)")
+    p.add_argument("--out", required=True, help="run directory to write")
+    p.add_argument("--cache", default=None,
+                   help="LLM response cache (sqlite dir); replaying a cache makes no paid calls")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key; VALUE is YAML, e.g. "
+                   "--set exchange.halt_threshold=0.05 (repeatable)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar, no summary line")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from market_agents.config import check_seed
+    from market_agents.runner import prepare_out, run_to_dir
+
+    config = load_config(args.config, args.sets)
+    check_seed(args.seed)
+    prepare_out(args.out)
+    out = run_to_dir(config, args.seed, args.out, args.cache,
+                     progress=False if args.quiet else None)
+    if not args.quiet:
+        manifest = json.loads((out / "manifest.json").read_text())
+        print(f"wrote {out} (conservation {'ok' if manifest['final_conservation_ok'] else 'FAILED'}"
+              f", {manifest['wall_time_s']:.2f} s)")
+    return 0

@@ -1,0 +1,299 @@
+"""The exchange: books, accounts, order rules, halts and the trade and order logs.
+
+Cash is held in integer price ticks (cents at the default tick size) so that total cash and
+total shares are conserved exactly; :meth:`Exchange.conservation_ok` checks it.
+Rules that watch the market (the circuit breaker) are hooks with ``on_after_tick`` that act only
+through public methods such as :meth:`Exchange.halt`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+
+from market_agents.config import ExchangeConfig
+from market_agents.market.book import Book, Resting
+from market_agents.market.types import BUY, Cancel, Order
+
+
+@dataclass
+class Account:
+    slot: int
+    kind: str
+    is_llm: bool
+    cash: int  # price ticks
+    shares: list[int]
+    leverage: float = 1.0  # > 1: may borrow cash and sell short up to this multiple of equity
+    committed_cash: int = 0
+    committed_sell: list[int] = field(default_factory=list)
+    committed_buy: list[int] = field(default_factory=list)
+    open_orders: dict[int, Resting] = field(default_factory=dict)
+    order_asset: dict[int, int] = field(default_factory=dict)
+
+
+class Exchange:
+    def __init__(self, cfg: ExchangeConfig, n_assets: int, start_prices: list[float]):
+        self.cfg = cfg
+        self.n_assets = n_assets
+        self.books = [Book() for _ in range(n_assets)]
+        self.accounts: dict[int, Account] = {}
+        self.tick = 0
+        self.next_id = 1
+        self.expiries: list[tuple[int, int, int, int]] = []  # (expiry, id, owner, asset)
+        self.last = [self.to_ticks(p) for p in start_prices]
+        self.mid = [float(p) for p in start_prices]
+        self.halted_until = -1
+        self.halts: list[list[int]] = []
+        self.hooks: list = []
+        self.tick_volume = [0] * n_assets
+        self.tick_trades = [0] * n_assets
+        self.order_log: dict[str, list] = {k: [] for k in (
+            "tick", "slot", "asset", "order_id", "kind", "side", "qty", "price", "status",
+            "reason", "is_llm")}
+        self.trade_log: dict[str, list] = {k: [] for k in (
+            "tick", "asset", "price", "qty", "buyer", "seller", "aggressor", "buyer_llm",
+            "seller_llm")}
+        self._initial: tuple[int, list[int]] | None = None
+
+    # --- units --------------------------------------------------------------------------------
+    def to_ticks(self, price: float) -> int:
+        return max(1, int(round(price / self.cfg.tick_size)))
+
+    def to_price(self, ticks: int) -> float:
+        return round(ticks * self.cfg.tick_size, 10)
+
+    # --- accounts -----------------------------------------------------------------------------
+    def open_account(self, slot: int, kind: str, is_llm: bool, cash: float, shares: int,
+                     leverage: float = 1.0) -> Account:
+        acct = Account(slot, kind, is_llm, self.to_ticks(cash) if cash > 0 else 0,
+                       [shares] * self.n_assets, leverage,
+                       committed_sell=[0] * self.n_assets, committed_buy=[0] * self.n_assets)
+        self.accounts[slot] = acct
+        return acct
+
+    def seal(self) -> None:
+        """Record the totals that must be conserved (after all accounts are open)."""
+        self._initial = self._totals()
+
+    def _totals(self) -> tuple[int, list[int]]:
+        cash = sum(a.cash for a in self.accounts.values())
+        shares = [sum(a.shares[i] for a in self.accounts.values()) for i in range(self.n_assets)]
+        return cash, shares
+
+    def conservation_ok(self) -> bool:
+        return self._initial is not None and self._totals() == self._initial
+
+    def equity(self, acct: Account) -> float:
+        return acct.cash + sum(s * self.mid_ticks(i) for i, s in enumerate(acct.shares))
+
+    def mid_ticks(self, asset: int) -> float:
+        return self.mid[asset] / self.cfg.tick_size
+
+    # --- market state -------------------------------------------------------------------------
+    @property
+    def halted(self) -> bool:
+        return self.tick < self.halted_until
+
+    def halt(self, until: int) -> None:
+        if not self.halted:
+            self.halts.append([self.tick, until])
+            self.halted_until = until
+
+    def begin_tick(self, tick: int) -> None:
+        self.tick = tick
+        self.tick_volume = [0] * self.n_assets
+        self.tick_trades = [0] * self.n_assets
+        while self.expiries and self.expiries[0][0] <= tick:
+            _, oid, owner, asset = heapq.heappop(self.expiries)
+            order = self.accounts[owner].open_orders.get(oid)
+            if order is not None:
+                self._drop(owner, order, asset)
+
+    def end_tick(self) -> None:
+        if self.cfg.mechanism == "call_auction" and self.tick % self.cfg.auction_interval == 0:
+            for asset in range(self.n_assets):
+                self._auction(asset)
+        for asset, book in enumerate(self.books):
+            bid, ask = book.best(BUY), book.best(-BUY)
+            if bid is not None and ask is not None and bid < ask:
+                self.mid[asset] = (bid + ask) / 2 * self.cfg.tick_size
+            elif bid is None and ask is None:
+                self.mid[asset] = self.to_price(self.last[asset])
+        for hook in self.hooks:
+            hook.on_after_tick(self)
+
+    # --- orders -------------------------------------------------------------------------------
+    def submit(self, slot: int, action: Order | Cancel) -> None:
+        acct = self.accounts[slot]
+        if isinstance(action, Cancel):
+            self._log(acct, action.asset if action.asset is not None else -1, 0, "cancel", 0, 0,
+                      None, "accepted", None)
+            targets = list(acct.open_orders.values()) if action.order_id is None else [
+                acct.open_orders[action.order_id]] if action.order_id in acct.open_orders else []
+            for order in targets:
+                asset = acct.order_asset[order.id]
+                if action.asset is None or action.asset == asset:
+                    self._drop(slot, order, asset)
+            return
+        reason = self._check(acct, action)
+        kind = "market" if action.price is None else "limit"
+        oid = self.next_id
+        self.next_id += 1
+        if reason is not None:
+            self._log(acct, action.asset, oid, kind, action.side, action.qty, action.price,
+                      "rejected", reason)
+            return
+        self._log(acct, action.asset, oid, kind, action.side, action.qty, action.price,
+                  "accepted", None)
+        self._execute(acct, action, oid)
+
+    def _check(self, acct: Account, o: Order) -> str | None:
+        if o.qty <= 0 or o.side not in (1, -1) or not 0 <= o.asset < self.n_assets or (
+                o.price is not None and not (math.isfinite(o.price) and o.price > 0)):
+            return "invalid"
+        if self.halted:
+            return "halted"
+        a = o.asset
+        limit = self.cfg.position_limit
+        if limit is not None:
+            exposure = (acct.shares[a] + acct.committed_buy[a] if o.side == BUY
+                        else acct.shares[a] - acct.committed_sell[a])
+            if abs(exposure + o.side * o.qty) > limit:
+                return "position_limit"
+        ref = self.to_ticks(o.price) if o.price is not None else self._reference(a, o.side)
+        if acct.leverage <= 1.0:
+            if o.side == BUY and acct.cash - acct.committed_cash < ref * o.qty:
+                return "insufficient_funds"
+            if o.side != BUY and acct.shares[a] - acct.committed_sell[a] < o.qty:
+                return "insufficient_funds"
+        else:
+            equity = self.equity(acct)
+            after = acct.shares[a] + o.side * o.qty
+            reduces = abs(after) <= abs(acct.shares[a])
+            if not reduces and (equity <= 0 or abs(after) * ref > acct.leverage * equity):
+                return "insufficient_funds"
+        return None
+
+    def _reference(self, asset: int, side: int) -> int:
+        best = self.books[asset].best(-side)
+        return best if best is not None else self.last[asset]
+
+    def _execute(self, acct: Account, o: Order, oid: int) -> None:
+        book = self.books[o.asset]
+        limit = self.to_ticks(o.price) if o.price is not None else None
+        if self.cfg.mechanism == "call_auction":
+            # Orders wait for the next auction; a market order joins it as a limit 10 % through
+            # the last price.
+            if limit is None:
+                limit = self.to_ticks(self.to_price(self.last[o.asset]) * (1 + 0.1 * o.side))
+            self._rest(acct, o, oid, limit)
+            return
+
+        def fill(resting: Resting, qty: int, price: int) -> int:
+            if acct.leverage <= 1.0 and o.side == BUY:
+                qty = min(qty, (acct.cash - acct.committed_cash) // price)
+            if qty > 0:
+                self._settle(o.asset, acct, self.accounts[resting.owner], resting, o.side, qty,
+                             price)
+            return qty
+
+        left = book.match(o.side, o.qty, limit, acct.slot, fill,
+                          lambda r: self._drop(acct.slot, r, o.asset))
+        if left > 0 and limit is not None:
+            self._rest(acct, o, oid, limit, left)
+
+    def _rest(self, acct: Account, o: Order, oid: int, limit: int, qty: int | None = None) -> None:
+        qty = o.qty if qty is None else qty
+        ttl = o.ttl if o.ttl is not None else self.cfg.order_ttl
+        order = Resting(oid, acct.slot, o.side, limit, qty, self.tick + ttl)
+        self.books[o.asset].add(order)
+        acct.open_orders[oid] = order
+        acct.order_asset[oid] = o.asset
+        self._commit(acct, o.asset, order, +1)
+        heapq.heappush(self.expiries, (order.expiry, oid, acct.slot, o.asset))
+
+    def _commit(self, acct: Account, asset: int, order: Resting, sign: int, qty: int | None = None
+                ) -> None:
+        q = order.qty if qty is None else qty
+        if order.side == BUY:
+            acct.committed_buy[asset] += sign * q
+            acct.committed_cash += sign * q * order.price
+        else:
+            acct.committed_sell[asset] += sign * q
+
+    def _drop(self, slot: int, order: Resting, asset: int) -> None:
+        acct = self.accounts[slot]
+        self._commit(acct, asset, order, -1)
+        self.books[asset].remove(order)
+        del acct.open_orders[order.id]
+        del acct.order_asset[order.id]
+
+    def _settle(self, asset: int, taker: Account, maker: Account, resting: Resting,
+                taker_side: int, qty: int, price: int) -> None:
+        """Move cash and shares for one fill; ``resting`` is the maker's order."""
+        self._commit(maker, asset, resting, -1, qty)
+        if resting.qty == qty:
+            del maker.open_orders[resting.id]
+            del maker.order_asset[resting.id]
+        buyer, seller = (taker, maker) if taker_side == BUY else (maker, taker)
+        buyer.cash -= qty * price
+        seller.cash += qty * price
+        buyer.shares[asset] += qty
+        seller.shares[asset] -= qty
+        self.last[asset] = price
+        self.tick_volume[asset] += qty
+        self.tick_trades[asset] += 1
+        log = self.trade_log
+        log["tick"].append(self.tick)
+        log["asset"].append(asset)
+        log["price"].append(self.to_price(price))
+        log["qty"].append(qty)
+        log["buyer"].append(buyer.slot)
+        log["seller"].append(seller.slot)
+        log["aggressor"].append(taker_side)
+        log["buyer_llm"].append(buyer.is_llm)
+        log["seller_llm"].append(seller.is_llm)
+
+    def _auction(self, asset: int) -> None:
+        book = self.books[asset]
+        cleared = book.clearing_price(self.last[asset])
+        if cleared is None:
+            return
+        price, volume = cleared
+        buys = [o for o in book.orders(BUY) if o.price >= price]
+        sells = [o for o in book.orders(-BUY) if o.price <= price]
+        i = j = 0
+        while volume > 0 and i < len(buys) and j < len(sells):
+            b, s = buys[i], sells[j]
+            q = min(b.qty, s.qty, volume)
+            buyer = self.accounts[b.owner]
+            # The buyer committed cash at its limit; release that, then pay the clearing price.
+            self._commit(buyer, asset, b, -1, q)
+            self._settle(asset, buyer, self.accounts[s.owner], s, BUY, q, price)
+            for o in (b, s):
+                o.qty -= q
+                if o.qty == 0:
+                    book.remove(o)
+                    owner = self.accounts[o.owner]
+                    owner.open_orders.pop(o.id, None)
+                    owner.order_asset.pop(o.id, None)
+            volume -= q
+            i += b.qty == 0
+            j += s.qty == 0
+
+    # --- log ----------------------------------------------------------------------------------
+    def _log(self, acct: Account, asset: int, oid: int, kind: str, side: int, qty: int,
+             price: float | None, status: str, reason: str | None) -> None:
+        log = self.order_log
+        log["tick"].append(self.tick)
+        log["slot"].append(acct.slot)
+        log["asset"].append(asset)
+        log["order_id"].append(oid)
+        log["kind"].append(kind)
+        log["side"].append(side)
+        log["qty"].append(qty)
+        log["price"].append(price)
+        log["status"].append(status)
+        log["reason"].append(reason)
+        log["is_llm"].append(acct.is_llm)

@@ -1,0 +1,276 @@
+"""One run of the market: population, schedule and the tick loop, returning tables.
+
+Each tick: expire orders → market makers quote → every trader due at this tick decides on the
+same snapshot (LLM traders' requests go out together) → orders are applied in slot order →
+auction / rules → the tick is recorded. Slots, schedule and values come from named streams, so
+turning one slot into an LLM trader changes that slot's decisions and nothing else.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from market_agents import rng as streams_mod
+from market_agents.agents.base import Trader
+from market_agents.agents.classical import CLASSICAL, LeveragedTrader, MarketMaker
+from market_agents.config import Config
+from market_agents.market.exchange import Exchange
+from market_agents.market.fundamentals import draw_path
+from market_agents.market.rules import CircuitBreaker, MarginCall
+from market_agents.market.types import AssetView, MarketView
+
+MIX_ORDER = ("fundamentalist", "trend", "noise", "leveraged", "statarb")
+
+
+@dataclass(frozen=True)
+class Population:
+    types: tuple[str, ...]  # classical type of every slot (what it is when it is not an LLM)
+    llm_slots: tuple[int, ...]
+    phases: np.ndarray  # activation phase of every slot, in 0..decision_interval-1
+
+
+def assign_population(config: Config, streams: streams_mod.Streams) -> Population:
+    pop = config.population
+    n, n_mm = pop.n_traders, pop.n_market_makers
+    eligible = np.arange(n_mm, n)
+    # Largest-remainder counts, then a permutation from the slot stream: a slot's classical
+    # type does not depend on how many slots are LLM traders.
+    shares = np.array([getattr(pop.mix, k) for k in MIX_ORDER]) * len(eligible)
+    counts = np.floor(shares).astype(int)
+    for i in np.argsort(-(shares - counts), kind="stable")[: len(eligible) - counts.sum()]:
+        counts[i] += 1
+    kinds = np.repeat(np.array(MIX_ORDER), counts)
+    kinds = streams.generator(streams_mod.SLOTS, "types").permutation(kinds)
+    types = ["market_maker"] * n_mm + [str(k) for k in kinds]
+    for slot, kind in pop.slot_types.items():
+        types[slot] = kind
+    order = streams.generator(streams_mod.SLOTS, "llm").permutation(eligible)
+    llm = tuple(sorted(int(s) for s in order[: pop.n_llm]))
+    interval = config.simulation.decision_interval
+    phases = streams.generator(streams_mod.ACTIVATION).integers(0, interval, size=n)
+    return Population(tuple(types), llm, phases)
+
+
+def activation_ticks(config: Config, phase: int) -> range:
+    sim = config.simulation
+    return range(sim.burn_in + int(phase), sim.ticks, sim.decision_interval)
+
+
+def build_traders(config: Config, streams: streams_mod.Streams, population: Population,
+                  ex: Exchange) -> dict[int, Trader]:
+    pop = config.population
+    traders: dict[int, Trader] = {}
+    llm = set(population.llm_slots)
+    for slot, kind in enumerate(population.types):
+        is_llm = slot in llm
+        rng = streams.agent(slot)
+        if kind == "market_maker":
+            trader: Trader = MarketMaker(slot, rng, pop.mm_initial_shares)
+            cash, shares = pop.mm_initial_cash, pop.mm_initial_shares
+        else:
+            cash, shares = pop.initial_cash, pop.initial_shares
+            if kind == "leveraged":
+                trader = LeveragedTrader(slot, rng, config.exchange.max_leverage)
+            else:
+                trader = CLASSICAL[kind](slot, rng)
+        ex.open_account(slot, "llm" if is_llm else kind, is_llm, cash, shares,
+                        1.0 if is_llm else trader.leverage)
+        if not is_llm:
+            traders[slot] = trader
+    ex.seal()
+    return traders
+
+
+class Run:
+    """State of one simulation; :meth:`execute` returns the run's tables."""
+
+    def __init__(self, config: Config, seed: int, cache_path: str | Path | None = None,
+                 progress: bool | None = None):
+        self.config = config
+        self.seed = seed
+        self.streams = streams_mod.Streams(seed)
+        sim = config.simulation
+        self.path = draw_path(config.fundamentals, config.shocks, sim.ticks,
+                              self.streams.generator(streams_mod.FUNDAMENTALS))
+        n_assets = config.fundamentals.n_assets
+        self.ex = Exchange(config.exchange, n_assets, list(self.path.public[:, 0]))
+        if config.exchange.halt_threshold is not None:
+            self.ex.hooks.append(CircuitBreaker(config.exchange, n_assets))
+        self.margin = MarginCall(config.exchange)
+        self.ex.hooks.append(self.margin)
+        self.population = assign_population(config, self.streams)
+        self.traders = build_traders(config, self.streams, self.population, self.ex)
+        self.pool = None
+        if self.population.llm_slots:
+            from market_agents.agents.llm_trader import LLMTraderPool
+
+            self.pool = LLMTraderPool(config, self.streams, list(self.population.llm_slots),
+                                      cache_path)
+        self.schedule: dict[int, list[int]] = {}
+        for slot, kind in enumerate(self.population.types):
+            if kind != "market_maker" or slot in self.population.llm_slots:
+                for t in activation_ticks(config, self.population.phases[slot]):
+                    self.schedule.setdefault(t, []).append(slot)
+        self.makers = [s for s, t in self.traders.items() if t.every_tick]
+        self.decisions = dict.fromkeys(range(config.population.n_traders), 0)
+        self.mids: list[list[float]] = [[float(v)] for v in self.path.public[:, 0]]
+        self.progress = sys.stderr.isatty() if progress is None else progress
+
+    def view(self, slot: int, halted: bool) -> MarketView:
+        ex, acct, t = self.ex, self.ex.accounts[self.slot_acct(slot)], self.ex.tick
+        h = self.config.simulation.history
+        assets = []
+        for a, book in enumerate(ex.books):
+            bid, ask = book.best(1), book.best(-1)
+            assets.append(AssetView(
+                asset=a,
+                public_value=round(float(self.path.public[a, t]), 4),
+                last_price=ex.to_price(ex.last[a]),
+                mid_price=ex.mid[a],
+                best_bid=None if bid is None else ex.to_price(bid),
+                best_ask=None if ask is None else ex.to_price(ask),
+                bid_size=book.size_at(1, bid),
+                ask_size=book.size_at(-1, ask),
+                recent_prices=tuple(self.mids[a][-h:]),
+                halted=halted,
+                shares=acct.shares[a],
+            ))
+        tick = self.config.exchange.tick_size
+        return MarketView(
+            tick=t, slot=slot, assets=tuple(assets), cash=acct.cash * tick,
+            wealth=ex.equity(acct) * tick, position_limit=self.config.exchange.position_limit,
+            max_leverage=acct.leverage,
+            open_orders=tuple((o.id, acct.order_asset[o.id], o.side, ex.to_price(o.price), o.qty)
+                              for o in acct.open_orders.values()),
+        )
+
+    @staticmethod
+    def slot_acct(slot: int) -> int:
+        return slot
+
+    def execute(self) -> dict[str, Any]:
+        sim, ex = self.config.simulation, self.ex
+        n_assets = self.config.fundamentals.n_assets
+        rows: dict[str, list] = {k: [] for k in (
+            "tick", "asset", "last_price", "mid_price", "best_bid", "best_ask", "spread",
+            "fundamental", "public_value", "volume", "n_trades", "halted")}
+        ticks = range(sim.ticks)
+        if self.progress:
+            from tqdm import tqdm
+
+            ticks = tqdm(ticks, desc=f"seed {self.seed}", unit="tick", leave=False)
+        for t in ticks:
+            ex.begin_tick(t)
+            halted = ex.halted
+            for slot in self.makers:
+                for action in self.traders[slot].decide(self.view(slot, halted)):
+                    ex.submit(slot, action)
+            due = self.schedule.get(t, [])
+            views = {slot: self.view(slot, halted) for slot in due}
+            llm_due = {s: v for s, v in views.items() if s not in self.traders}
+            llm_actions = self.pool.decide(t, llm_due) if llm_due else {}
+            for slot in due:
+                self.decisions[slot] += 1
+                trader = self.traders.get(slot)
+                actions = trader.decide(views[slot]) if trader else llm_actions.get(slot, [])
+                for action in actions:
+                    ex.submit(slot, action)
+            ex.end_tick()
+            for a in range(n_assets):
+                self.mids[a].append(ex.mid[a])
+                bid, ask = ex.books[a].best(1), ex.books[a].best(-1)
+                rows["tick"].append(t)
+                rows["asset"].append(a)
+                rows["last_price"].append(ex.to_price(ex.last[a]))
+                rows["mid_price"].append(round(ex.mid[a], 6))
+                rows["best_bid"].append(None if bid is None else ex.to_price(bid))
+                rows["best_ask"].append(None if ask is None else ex.to_price(ask))
+                rows["spread"].append(None if bid is None or ask is None
+                                      else ex.to_price(ask - bid))
+                rows["fundamental"].append(float(self.path.value[a, t]))
+                rows["public_value"].append(float(self.path.public[a, t]))
+                rows["volume"].append(ex.tick_volume[a])
+                rows["n_trades"].append(ex.tick_trades[a])
+                rows["halted"].append(halted)
+        return self._tables(rows)
+
+    def _tables(self, rows: dict[str, list]) -> dict[str, Any]:
+        ex = self.ex
+        n_assets = self.config.fundamentals.n_assets
+        tick = self.config.exchange.tick_size
+        agents = {k: [] for k in ("slot", "type", "is_llm", "phase", "cash", "shares",
+                                  "shares_1", "wealth", "n_decisions")}
+        for slot, acct in sorted(ex.accounts.items()):
+            agents["slot"].append(slot)
+            agents["type"].append(acct.kind)
+            agents["is_llm"].append(acct.is_llm)
+            agents["phase"].append(int(self.population.phases[slot]))
+            agents["cash"].append(round(acct.cash * tick, 2))
+            agents["shares"].append(acct.shares[0])
+            agents["shares_1"].append(acct.shares[1] if n_assets > 1 else None)
+            agents["wealth"].append(round(ex.equity(acct) * tick, 4))
+            agents["n_decisions"].append(self.decisions[slot])
+        tables = {
+            "ticks": pl.DataFrame(rows, schema=TICKS_SCHEMA),
+            "trades": pl.DataFrame(ex.trade_log, schema=TRADES_SCHEMA),
+            "orders": pl.DataFrame(ex.order_log, schema=ORDERS_SCHEMA),
+            "agents": pl.DataFrame(agents, schema=AGENTS_SCHEMA),
+        }
+        llm_rows = self.pool.records() if self.pool else []
+        tables["llm_decisions"] = pl.DataFrame(
+            {k: [r.get(k) for r in llm_rows] for k in LLM_DECISIONS_SCHEMA},
+            schema=LLM_DECISIONS_SCHEMA)
+        summary = {
+            "final_conservation_ok": ex.conservation_ok(),
+            "halts": ex.halts,
+            "n_rejects": sum(1 for s in ex.order_log["status"] if s == "rejected"),
+            "margin_calls": self.margin.calls,
+            "n_llm_agents": len(self.population.llm_slots),
+        }
+        if self.pool:
+            summary.update(self.pool.manifest())
+            self.pool.close()
+        tables["summary"] = summary
+        return tables
+
+
+TICKS_SCHEMA = {
+    "tick": pl.Int32, "asset": pl.Int32, "last_price": pl.Float64, "mid_price": pl.Float64,
+    "best_bid": pl.Float64, "best_ask": pl.Float64, "spread": pl.Float64,
+    "fundamental": pl.Float64, "public_value": pl.Float64, "volume": pl.Int64,
+    "n_trades": pl.Int32, "halted": pl.Boolean,
+}
+TRADES_SCHEMA = {
+    "tick": pl.Int32, "asset": pl.Int32, "price": pl.Float64, "qty": pl.Int64,
+    "buyer": pl.Int32, "seller": pl.Int32, "aggressor": pl.Int8, "buyer_llm": pl.Boolean,
+    "seller_llm": pl.Boolean,
+}
+ORDERS_SCHEMA = {
+    "tick": pl.Int32, "slot": pl.Int32, "asset": pl.Int32, "order_id": pl.Int64,
+    "kind": pl.Utf8, "side": pl.Int8, "qty": pl.Int64, "price": pl.Float64,
+    "status": pl.Utf8, "reason": pl.Utf8, "is_llm": pl.Boolean,
+}
+AGENTS_SCHEMA = {
+    "slot": pl.Int32, "type": pl.Utf8, "is_llm": pl.Boolean, "phase": pl.Int32,
+    "cash": pl.Float64, "shares": pl.Int64, "shares_1": pl.Int64, "wealth": pl.Float64,
+    "n_decisions": pl.Int32,
+}
+
+LLM_DECISIONS_SCHEMA = {
+    "tick": pl.Int32, "slot": pl.Int32, "provider": pl.Utf8, "model": pl.Utf8,
+    "prompt_id": pl.Utf8, "prompt_version": pl.Utf8, "valid": pl.Boolean, "action": pl.Utf8,
+    "qty": pl.Int64, "price": pl.Float64, "tokens_in": pl.Int64, "tokens_cached": pl.Int64,
+    "tokens_out": pl.Int64, "tokens_reasoning": pl.Int64, "usd": pl.Float64,
+    "latency_s": pl.Float64, "cache_hit": pl.Boolean, "error_class": pl.Utf8,
+}
+
+
+def simulate(config: Config, seed: int, cache_path: str | Path | None = None,
+             progress: bool | None = None) -> dict[str, Any]:
+    return Run(config, seed, cache_path, progress).execute()
