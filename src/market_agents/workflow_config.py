@@ -1,0 +1,80 @@
+"""The Snakemake workflow's own config (``config/workflow.yaml``): which design files play which
+role in the protocol, the caps the budget gate enforces and the token profile it plans with.
+
+It is a pydantic model like the simulation config, validated once by the ``Snakefile``;
+``workflow/schemas/*.schema.json`` are generated from these models by ``ma schema`` and a test
+fails when they drift.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from market_agents.errors import ConfigError
+
+SCHEMA_DIR = Path("workflow/schemas")
+
+
+class WorkflowConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    designs_dir: str = Field(default="config/designs", description="where <design>.yaml live")
+    exploratory: str = Field(default="exploratory", description="Phase 5a mock design")
+    sigma: str = Field(default="sigma", description="free control runs for the outcome SDs")
+    pilot: str = Field(default="pilot_openai", description="Phase 5b live pilot design")
+    confirmatory: str = Field(default="confirmatory", description="the tiered design")
+    tokens_in: int = Field(default=760, ge=1, description="planned input tokens per decision")
+    tokens_out: int = Field(default=230, ge=1, description="planned output tokens per decision")
+    project_cap_usd: float = Field(default=40.0, ge=0, description="all live spend, all designs")
+    pilot_cap_usd: float = Field(default=5.0, ge=0, description="live spend of the pilot design")
+    reconcile_tolerance: float = Field(
+        default=0.10, ge=0, description="overrun of cumulative spend over plan that triggers cuts"
+    )
+    t1_min_seeds: int = Field(default=8, ge=1, description="T1 cells are never cut below this")
+
+    def design_path(self, name: str) -> Path:
+        return Path(self.designs_dir) / f"{name}.yaml"
+
+
+def validate_workflow_config(data: dict[str, Any], where: str = "workflow config") -> WorkflowConfig:
+    """Validate the Snakemake ``config`` dict; the error names every bad key and says where the
+    schema lives."""
+    try:
+        return WorkflowConfig.model_validate(data or {})
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            lines.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
+        raise ConfigError(
+            f"{where}: " + "; ".join(lines) + ". Fix the key in config/workflow.yaml (or the "
+            "--config/--configfile you passed); the schema is workflow/schemas/config.schema.json"
+        ) from None
+
+
+def schemas() -> dict[str, dict[str, Any]]:
+    """File name → JSON schema, for every model the workflow validates."""
+    from market_agents.config import Config
+
+    return {
+        "config.schema.json": WorkflowConfig.model_json_schema(),
+        "simulation.schema.json": Config.model_json_schema(),
+    }
+
+
+def render_schema(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, schema in schemas().items():
+        path = directory / name
+        path.write_text(render_schema(schema))
+        written.append(path)
+    return written
