@@ -1,0 +1,331 @@
+"""Outcomes: the numbers the research reports, as a pure function of a run's saved files.
+
+FROZEN: this file is hashed into the freeze. It reads nothing from disk; ``rundir.load_run``
+turns a run directory into a :class:`RunFiles` and ``score(run, thresholds)`` does the science.
+
+Conventions shared by every outcome below:
+- P_t is the last trade price, carried forward (the mid price fills ticks before the first trade).
+- V_t is the true fundamental (``fundamental``), never the public value the traders see.
+- Market-quality and episode outcomes use ticks ``t >= burn_in``; counts of halts, rejects and
+  LLM decisions use the whole run. With two assets a per-asset outcome is the mean over assets.
+
+Outcome definitions (keys of ``score``):
+- ``volatility``: sample SD (ddof 1) of one-tick log returns ln P_t - ln P_{t-1}.
+- ``excess_kurtosis``: m4 / m2^2 - 3 of those returns (moment estimator).
+- ``mispricing``: mean |P_t / V_t - 1|.
+- ``rad``, ``rd``: relative absolute deviation and relative deviation of Stöckl, Huber & Kirchler
+  (2010): mean |P_t - V_t| / |mean V| and mean (P_t - V_t) / |mean V|.
+- ``mean_spread``: mean best_ask - best_bid over ticks where both sides exist (price units).
+- ``volume``: shares traded; ``turnover``: volume / shares outstanding (summed agent holdings).
+- ``n_bubbles``, ``bubble_share``: episodes of at least ``bubble_ticks`` consecutive ticks with
+  P_t / V_t - 1 >= ``bubble_gap``; share = ticks inside such episodes / ticks.
+- ``n_crashes``, ``crash_share``: a crash tick has P_t <= (1 - ``crash_drop``) * max(P over the
+  previous ``crash_ticks`` ticks); an episode is a maximal run of crash ticks.
+- ``shock_half_ticks``: for the first ``fundamental_jump`` shock (time s, size J): ticks
+  k >= 0 until (P_{s+k} - P_pre) * sign(J) >= |J| / 2, P_pre = mean P over [s - 10, s); null if
+  never (before the next shock or the end). ``shock_priced_share``:
+  (mean P over (s+40, s+60] - P_pre) / J. Prices of asset 0.
+- ``placebo_move``: for the first ``placebo`` shock at s: (mean P over (s+40, s+60] / P_pre) - 1.
+- ``n_halts`` (manifest halts), ``halted_ticks`` (ticks with any asset halted), ``reject_ratio``
+  (rejected / submitted limit and market orders; cancels excluded).
+- ``ret_corr``: Pearson correlation of the two assets' log returns; ``spillover_dy``: Diebold &
+  Yilmaz (2012) total spillover index (percent) from the generalized FEVD of a VAR(``var_order``)
+  at horizon ``horizon``. Both null with one asset.
+- ``llm_share_traders``: LLM agents / traders; ``llm_order_share``: LLM share of submitted limit
+  and market orders; ``llm_volume_share``: LLM side of traded quantity,
+  sum(qty * (buyer_llm + seller_llm)) / (2 * sum qty); ``n_llm_agents``, ``n_llm_decisions``,
+  ``llm_decisions_per_agent``; ``llm_valid_rate``: valid / decisions that got an answer;
+  ``llm_failure_rate``: decisions whose call failed (an ``error_class`` other than an invalid
+  answer) / decisions; ``llm_cached_hits``: share of decisions served from the cache;
+  ``llm_tokens_in``/``_out``/``_reasoning``; ``llm_usd``; ``llm_budget_halts``: 1 when the run
+  hit its usd_cap, else 0. LLM rates are null without LLM decisions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+INVALID_ERRORS = frozenset({"invalid", "schema", "parse", "invalid_json", "invalid_answer"})
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Episode thresholds and spillover settings; defaults are the protocol's (§5.1)."""
+
+    bubble_gap: float = 0.05
+    bubble_ticks: int = 10
+    crash_drop: float = 0.10
+    crash_ticks: int = 20
+    var_order: int = 1
+    horizon: int = 10
+
+
+@dataclass
+class RunFiles:
+    """A run's saved tables plus its manifest and resolved config (both as plain dicts)."""
+
+    ticks: pl.DataFrame
+    trades: pl.DataFrame
+    orders: pl.DataFrame
+    agents: pl.DataFrame
+    llm_decisions: pl.DataFrame
+    manifest: dict[str, Any]
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+# --- price series -------------------------------------------------------------------------------
+
+
+def price_paths(ticks: pl.DataFrame, burn_in: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per asset: (P, V) over ticks >= burn_in, P carried forward (see module docstring)."""
+    out = {}
+    for asset in sorted(ticks["asset"].unique().to_list()):
+        t = ticks.filter(pl.col("asset") == asset).sort("tick")
+        p = t.select(
+            pl.col("last_price").fill_null(strategy="forward").fill_null(pl.col("mid_price"))
+        ).to_series()
+        keep = (t["tick"] >= burn_in) & p.is_not_null()
+        out[int(asset)] = (p.filter(keep).to_numpy().astype(float),
+                           t["fundamental"].filter(keep).to_numpy().astype(float))
+    return out
+
+
+def log_returns(p: np.ndarray) -> np.ndarray:
+    return np.diff(np.log(p)) if len(p) > 1 else np.zeros(0)
+
+
+def excess_kurtosis(r: np.ndarray) -> float | None:
+    if len(r) < 4:
+        return None
+    d = r - r.mean()
+    m2 = float(np.mean(d**2))
+    return None if m2 == 0 else float(np.mean(d**4) / m2**2 - 3.0)
+
+
+def runs_of(mask: np.ndarray) -> list[tuple[int, int]]:
+    """Maximal runs of True as (start, length)."""
+    runs, start = [], None
+    for i, m in enumerate(mask):
+        if m and start is None:
+            start = i
+        elif not m and start is not None:
+            runs.append((start, i - start))
+            start = None
+    if start is not None:
+        runs.append((start, len(mask) - start))
+    return runs
+
+
+def bubbles(p: np.ndarray, v: np.ndarray, gap: float, min_ticks: int) -> tuple[int, float]:
+    """(count, tick share) of episodes with P/V - 1 >= gap for >= min_ticks consecutive ticks."""
+    if len(p) == 0:
+        return 0, 0.0
+    eps = [n for _, n in runs_of(p / v - 1.0 >= gap) if n >= min_ticks]
+    return len(eps), sum(eps) / len(p)
+
+
+def crashes(p: np.ndarray, drop: float, window: int) -> tuple[int, float]:
+    """(count, tick share) of episodes with P >= drop below its max over the last window ticks."""
+    if len(p) < 2:
+        return 0, 0.0
+    hit = np.zeros(len(p), dtype=bool)
+    for t in range(1, len(p)):
+        if p[t] <= (1.0 - drop) * p[max(0, t - window):t].max():
+            hit[t] = True
+    return len(runs_of(hit)), float(hit.mean())
+
+
+# --- shocks -------------------------------------------------------------------------------------
+
+PRE, POST_FROM, POST_TO = 10, 40, 60
+
+
+def shock_response(full_p: np.ndarray, ticks: np.ndarray, time: int, size: float,
+                   until: int) -> dict[str, float | int | None]:
+    """Half-pricing time and priced share of a jump of ``size`` at ``time`` (see docstring)."""
+    pre = full_p[(ticks >= time - PRE) & (ticks < time)]
+    post = full_p[(ticks > time + POST_FROM) & (ticks <= time + POST_TO)]
+    if len(pre) == 0:
+        return {"half_ticks": None, "priced_share": None, "move": None}
+    base = float(pre.mean())
+    half = None
+    if size != 0:
+        after = (ticks >= time) & (ticks < until)
+        gained = (full_p[after] - base) * np.sign(size)
+        hits = np.nonzero(gained >= abs(size) / 2)[0]
+        half = int(ticks[after][hits[0]] - time) if len(hits) else None
+    post_mean = float(post.mean()) if len(post) else None
+    return {
+        "half_ticks": half,
+        "priced_share": (post_mean - base) / size if size and post_mean is not None else None,
+        "move": post_mean / base - 1.0 if post_mean is not None else None,
+    }
+
+
+def shocks_outcomes(ticks: pl.DataFrame, shocks: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {"shock_half_ticks": None, "shock_priced_share": None,
+                           "placebo_move": None}
+    if not shocks or ticks.height == 0:
+        return out
+    t = ticks.filter(pl.col("asset") == 0).sort("tick")
+    p = t.select(pl.col("last_price").fill_null(strategy="forward")
+                 .fill_null(pl.col("mid_price"))).to_series()
+    keep = p.is_not_null()
+    tk, pv = t["tick"].filter(keep).to_numpy(), p.filter(keep).to_numpy().astype(float)
+    times = sorted(int(s["time"]) for s in shocks)
+    for kind in ("fundamental_jump", "placebo"):
+        first = next((s for s in sorted(shocks, key=lambda s: s["time"])
+                      if s["kind"] == kind), None)
+        if first is None:
+            continue
+        s_time = int(first["time"])
+        until = next((x for x in times if x > s_time), int(tk.max()) + 1 if len(tk) else s_time)
+        r = shock_response(pv, tk, s_time, float(first.get("size") or 0.0), until)
+        if kind == "fundamental_jump":
+            out["shock_half_ticks"], out["shock_priced_share"] = r["half_ticks"], r["priced_share"]
+        else:
+            out["placebo_move"] = r["move"]
+    return out
+
+
+# --- two assets ---------------------------------------------------------------------------------
+
+
+def spillover_dy(x: np.ndarray, p: int = 1, horizon: int = 10) -> float:
+    """Diebold-Yilmaz (2012) total spillover (percent) of the columns of ``x`` (T x N).
+
+    VAR(p) with a constant by OLS; generalized FEVD (Pesaran & Shin 1998):
+    theta_ij = s_jj^-1 sum_h (e_i' A_h S e_j)^2 / sum_h (e_i' A_h S A_h' e_i), h = 0..H-1,
+    rows normalized to 1; index = 100 * sum_{i != j} theta_ij / N.
+    """
+    x = np.asarray(x, dtype=float)
+    n_obs, n = x.shape
+    if n_obs <= n * p + 1:
+        raise ValueError(f"spillover_dy: {n_obs} observations are too few for a VAR({p})")
+    y = x[p:]
+    lags = np.hstack([x[p - k - 1:n_obs - k - 1] for k in range(p)])
+    z = np.hstack([np.ones((len(y), 1)), lags])
+    beta, *_ = np.linalg.lstsq(z, y, rcond=None)
+    resid = y - z @ beta
+    sigma = resid.T @ resid / (len(y) - z.shape[1])
+    coefs = [beta[1 + k * n:1 + (k + 1) * n].T for k in range(p)]  # A_k: y_t = sum A_k y_{t-k}
+    ma = [np.eye(n)]
+    for h in range(1, horizon):
+        ma.append(sum(coefs[k] @ ma[h - k - 1] for k in range(min(p, h))))
+    num = sum((a @ sigma) ** 2 for a in ma) / np.diag(sigma)[None, :]
+    den = sum(np.diag(a @ sigma @ a.T) for a in ma)[:, None]
+    theta = num / den
+    theta = theta / theta.sum(axis=1, keepdims=True)
+    return float(100.0 * (theta.sum() - np.trace(theta)) / n)
+
+
+# --- the score ----------------------------------------------------------------------------------
+
+
+def _mean(values: list[float | None]) -> float | None:
+    vals = [v for v in values if v is not None and np.isfinite(v)]
+    return float(np.mean(vals)) if vals else None
+
+
+def market_outcomes(run: RunFiles, th: Thresholds, burn_in: int) -> dict[str, Any]:
+    paths = price_paths(run.ticks, burn_in)
+    per: dict[str, list] = {k: [] for k in ("vol", "kurt", "mis", "rad", "rd")}
+    nb = nc = 0
+    bshare, cshare = [], []
+    for p, v in paths.values():
+        r = log_returns(p)
+        per["vol"].append(float(np.std(r, ddof=1)) if len(r) > 1 else None)
+        per["kurt"].append(excess_kurtosis(r))
+        per["mis"].append(float(np.mean(np.abs(p / v - 1.0))) if len(p) else None)
+        scale = abs(float(np.mean(v))) if len(v) else 0.0
+        per["rad"].append(float(np.mean(np.abs(p - v))) / scale if scale else None)
+        per["rd"].append(float(np.mean(p - v)) / scale if scale else None)
+        b, bs = bubbles(p, v, th.bubble_gap, th.bubble_ticks)
+        c, cs = crashes(p, th.crash_drop, th.crash_ticks)
+        nb, nc = nb + b, nc + c
+        bshare.append(bs)
+        cshare.append(cs)
+    post = run.ticks.filter(pl.col("tick") >= burn_in)
+    spread = post["spread"].drop_nulls()
+    volume = int(post["volume"].sum()) if post.height else 0
+    held = float(run.agents["shares"].sum()) if run.agents.height else 0.0
+    if "shares_1" in run.agents.columns and run.agents["shares_1"].null_count() < run.agents.height:
+        held += float(run.agents["shares_1"].sum())
+    out = {
+        "volatility": _mean(per["vol"]), "excess_kurtosis": _mean(per["kurt"]),
+        "mispricing": _mean(per["mis"]), "rad": _mean(per["rad"]), "rd": _mean(per["rd"]),
+        "mean_spread": float(spread.mean()) if len(spread) else None,
+        "volume": volume, "turnover": volume / held if held > 0 else None,
+        "n_bubbles": nb, "bubble_share": _mean(bshare) or 0.0,
+        "n_crashes": nc, "crash_share": _mean(cshare) or 0.0,
+        "ret_corr": None, "spillover_dy": None,
+    }
+    if len(paths) == 2:
+        (p0, _), (p1, _) = paths.values()
+        m = min(len(p0), len(p1))
+        rets = np.column_stack([log_returns(p0[-m:]), log_returns(p1[-m:])])
+        if len(rets) > 2 and rets.std(axis=0).min() > 0:
+            out["ret_corr"] = float(np.corrcoef(rets.T)[0, 1])
+            out["spillover_dy"] = spillover_dy(rets, th.var_order, th.horizon)
+    return out
+
+
+def exchange_outcomes(run: RunFiles) -> dict[str, Any]:
+    orders = run.orders.filter(pl.col("kind") != "cancel")
+    rejected = orders.filter(pl.col("status") == "rejected").height
+    halted = run.ticks.filter(pl.col("halted"))["tick"].n_unique() if run.ticks.height else 0
+    return {
+        "n_halts": len(run.manifest.get("halts") or []),
+        "halted_ticks": int(halted),
+        "reject_ratio": rejected / orders.height if orders.height else None,
+    }
+
+
+def llm_outcomes(run: RunFiles) -> dict[str, Any]:
+    agents, orders, trades, dec = run.agents, run.orders, run.trades, run.llm_decisions
+    n_llm = int(agents["is_llm"].sum()) if agents.height else 0
+    subm = orders.filter(pl.col("kind") != "cancel")
+    qty = float(trades["qty"].sum()) if trades.height else 0.0
+    llm_qty = (float((trades["qty"] * (trades["buyer_llm"].cast(pl.Int64)
+                                       + trades["seller_llm"].cast(pl.Int64))).sum())
+               if trades.height else 0.0)
+    n_dec = dec.height
+    usage = run.manifest.get("llm_usage") or {}
+    out: dict[str, Any] = {
+        "llm_share_traders": n_llm / agents.height if agents.height else None,
+        "llm_order_share": float(subm["is_llm"].mean()) if subm.height else None,
+        "llm_volume_share": llm_qty / (2 * qty) if qty > 0 else None,
+        "n_llm_agents": n_llm, "n_llm_decisions": n_dec,
+        "llm_decisions_per_agent": n_dec / n_llm if n_llm else None,
+        "llm_valid_rate": None, "llm_failure_rate": None, "llm_cached_hits": None,
+        "llm_tokens_in": 0, "llm_tokens_out": 0, "llm_tokens_reasoning": 0, "llm_usd": 0.0,
+        "llm_budget_halts": int(bool(usage.get("budget_halted") or usage.get("budget_halts"))),
+    }
+    if n_dec:
+        err = dec["error_class"].fill_null("")
+        failed = (err != "") & ~err.is_in(list(INVALID_ERRORS))
+        out.update({
+            "llm_valid_rate": float(dec["valid"].mean()),
+            "llm_failure_rate": float(failed.mean()),
+            "llm_cached_hits": float(dec["cache_hit"].mean()),
+            "llm_tokens_in": int(dec["tokens_in"].sum()),
+            "llm_tokens_out": int(dec["tokens_out"].sum()),
+            "llm_tokens_reasoning": int(dec["tokens_reasoning"].sum()),
+            "llm_usd": float(dec["usd"].sum()),
+        })
+    return out
+
+
+def score(run: RunFiles, th: Thresholds | None = None) -> dict[str, Any]:
+    """Every outcome of one run (definitions in the module docstring)."""
+    th = th or Thresholds()
+    burn_in = int((run.config.get("simulation") or {}).get("burn_in", 0))
+    shocks = run.manifest.get("shocks")
+    if shocks is None:
+        shocks = run.config.get("shocks") or []
+    return {**market_outcomes(run, th, burn_in), **shocks_outcomes(run.ticks, shocks),
+            **exchange_outcomes(run), **llm_outcomes(run)}

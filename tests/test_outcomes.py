@@ -1,0 +1,174 @@
+"""Outcomes with known answers, on hand-made run directories."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fake_run import LLM_DECISION_COLUMNS, bubble_crash_path, make_run
+from market_agents.outcomes import Thresholds, bubbles, crashes, spillover_dy
+from market_agents.rundir import RunDirError, load_run, score_run, write_outcomes
+
+
+def test_dy_independent_series_is_near_zero():
+    x = np.random.default_rng(0).standard_normal((5000, 2))
+    assert spillover_dy(x, p=1, horizon=10) < 0.5
+
+
+def test_dy_contemporaneous_correlation_matches_closed_form():
+    rho = 0.8
+    cov = np.array([[1.0, rho], [rho, 1.0]])
+    x = np.random.default_rng(1).multivariate_normal([0, 0], cov, size=20_000)
+    expected = 100 * rho**2 / (1 + rho**2)  # 39.02 %
+    assert spillover_dy(x, p=1, horizon=10) == pytest.approx(expected, abs=1.0)
+    assert spillover_dy(x, p=2, horizon=5) == pytest.approx(expected, abs=1.0)
+
+
+def test_dy_detects_lagged_spillover():
+    rng = np.random.default_rng(2)
+    e = rng.standard_normal((5000, 2))
+    x = np.zeros_like(e)
+    for t in range(1, len(e)):
+        x[t, 0] = e[t, 0]
+        x[t, 1] = 0.9 * x[t - 1, 0] + e[t, 1]  # asset 0 drives asset 1 one tick later
+    assert spillover_dy(x) > 15
+
+
+def test_dy_rejects_too_short_series():
+    with pytest.raises(ValueError, match="too few"):
+        spillover_dy(np.zeros((3, 2)), p=2)
+
+
+def test_bubble_and_crash_on_hand_made_path(tmp_path):
+    p, v = bubble_crash_path()
+    out = score_run(make_run(tmp_path / "r", p, v))
+    assert out["n_bubbles"] == 1
+    assert out["bubble_share"] == pytest.approx(15 / 300)
+    assert out["n_crashes"] == 1
+    assert out["crash_share"] == pytest.approx(18 / 300)  # ticks 204-221
+    assert out["mispricing"] == pytest.approx(np.mean(np.abs(p / v - 1)))
+    assert out["rd"] == pytest.approx(np.mean(p - v) / 100)
+    assert out["rad"] == pytest.approx(np.mean(np.abs(p - v)) / 100)
+
+
+def test_thresholds_are_arguments(tmp_path):
+    p, v = bubble_crash_path()
+    run = make_run(tmp_path / "r", p, v)
+    strict = score_run(run, Thresholds(bubble_gap=0.08, crash_drop=0.20))
+    assert (strict["n_bubbles"], strict["n_crashes"]) == (0, 0)
+    loose = score_run(run, Thresholds(bubble_ticks=5))
+    assert loose["n_bubbles"] == 2
+    # the fall is 3 % a tick: 6 % within 2 ticks is no 10 % crash, but it is a 5 % one, and so
+    # are the two 106 -> 100 drops at the end of the bubble and of the blip
+    assert score_run(run, Thresholds(crash_ticks=2))["n_crashes"] == 0
+    assert score_run(run, Thresholds(crash_ticks=2, crash_drop=0.05))["n_crashes"] == 3
+
+
+def test_burn_in_excludes_early_ticks(tmp_path):
+    p, v = bubble_crash_path()
+    assert score_run(make_run(tmp_path / "r", p, v, burn_in=120))["n_bubbles"] == 0
+
+
+def test_market_quality_numbers(tmp_path):
+    p = 100 * np.exp(np.cumsum(np.random.default_rng(3).normal(0, 0.01, 400)))
+    out = score_run(make_run(tmp_path / "r", p, p * 1.02))
+    r = np.diff(np.log(p))
+    assert out["volatility"] == pytest.approx(np.std(r, ddof=1))
+    d = r - r.mean()
+    assert out["excess_kurtosis"] == pytest.approx(np.mean(d**4) / np.mean(d**2) ** 2 - 3)
+    assert out["mean_spread"] == pytest.approx(0.1)
+    assert out["volume"] == 800
+    assert out["turnover"] == pytest.approx(800 / 80)
+    assert out["ret_corr"] is None and out["spillover_dy"] is None
+
+
+def test_two_assets_define_corr_and_spillover(tmp_path):
+    rng = np.random.default_rng(4)
+    common = rng.normal(0, 0.01, 500)
+    p0 = 100 * np.exp(np.cumsum(common + rng.normal(0, 0.005, 500)))
+    p1 = 100 * np.exp(np.cumsum(common + rng.normal(0, 0.005, 500)))
+    out = score_run(make_run(tmp_path / "r", [p0, p1], [p0, p1]))
+    assert 0.6 < out["ret_corr"] < 0.95
+    assert 20 < out["spillover_dy"] < 50
+    assert out["turnover"] == pytest.approx(2 * 2 * 500 / 160)
+
+
+def test_shock_half_pricing_and_placebo(tmp_path):
+    p = np.full(600, 100.0)
+    p[300:] = 100 + 10 * (1 - np.exp(-np.arange(300) / 8.0))  # approaches +10 with time constant 8
+    shocks = [{"time": 300, "kind": "fundamental_jump", "size": 10.0, "asset": None},
+              {"time": 450, "kind": "placebo", "size": 0.0, "asset": None}]
+    out = score_run(make_run(tmp_path / "r", p, shocks=shocks))
+    assert out["shock_half_ticks"] == int(np.ceil(8 * np.log(2)))  # first tick past half: 6
+    assert out["shock_priced_share"] == pytest.approx(1.0, abs=0.01)
+    assert out["placebo_move"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_shock_never_priced_is_null(tmp_path):
+    shocks = [{"time": 300, "kind": "fundamental_jump", "size": 10.0}]
+    out = score_run(make_run(tmp_path / "r", np.full(600, 100.0), shocks=shocks))
+    assert out["shock_half_ticks"] is None
+    assert out["shock_priced_share"] == pytest.approx(0.0)
+
+
+def test_exchange_outcomes(tmp_path):
+    halted = np.zeros(100, dtype=bool)
+    halted[40:60] = True
+    out = score_run(make_run(tmp_path / "r", np.full(100, 100.0), halts=[[40, 60]],
+                             halted=halted))
+    assert (out["n_halts"], out["halted_ticks"]) == (1, 20)
+    assert out["reject_ratio"] == pytest.approx(1 / 3)  # cancels are not orders
+
+
+def test_llm_outcomes(tmp_path):
+    dec = pl.DataFrame({
+        "tick": [50, 70, 90, 110], "slot": [0, 0, 0, 0], "valid": [True, True, False, None],
+        "error_class": [None, None, "invalid", "timeout"], "cache_hit": [True, False, False, False],
+        "tokens_in": [760] * 4, "tokens_out": [230] * 4, "tokens_reasoning": [100] * 4,
+        "usd": [0.00044] * 4}, schema=LLM_DECISION_COLUMNS)
+    out = score_run(make_run(tmp_path / "r", np.full(100, 100.0), decisions=dec,
+                             manifest_extra={"llm_usage": {"budget_halted": True}}))
+    assert out["llm_share_traders"] == 0.25 and out["n_llm_agents"] == 1
+    assert out["llm_order_share"] == pytest.approx(1 / 3)
+    assert out["llm_volume_share"] == pytest.approx(3 / 8)
+    assert out["n_llm_decisions"] == 4 and out["llm_decisions_per_agent"] == 4
+    assert out["llm_valid_rate"] == pytest.approx(2 / 3)  # undecided (null) rows do not count
+    assert out["llm_failure_rate"] == pytest.approx(0.25)
+    assert out["llm_cached_hits"] == 0.25
+    assert (out["llm_tokens_in"], out["llm_tokens_out"]) == (3040, 920)
+    assert out["llm_usd"] == pytest.approx(0.00176)
+    assert out["llm_budget_halts"] == 1
+
+
+def test_no_llm_rates_are_null(tmp_path):
+    out = score_run(make_run(tmp_path / "r", np.full(100, 100.0)))
+    assert out["n_llm_decisions"] == 0 and out["llm_valid_rate"] is None
+
+
+def test_write_outcomes_is_json_and_atomic(tmp_path):
+    run = make_run(tmp_path / "r", *bubble_crash_path())
+    out = write_outcomes(run)
+    assert json.loads((run / "outcomes.json").read_text()) == out
+    assert out["config_hash"] == "abc123" and out["seed"] == 1
+    assert not list(run.glob(".*tmp"))
+
+
+def test_missing_file_is_named(tmp_path):
+    run = make_run(tmp_path / "r", np.full(50, 100.0))
+    (run / "trades.parquet").unlink()
+    with pytest.raises(RunDirError, match="trades.parquet: missing"):
+        load_run(run)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0.8, 1.2), min_size=30, max_size=120), st.floats(0.5, 50))
+def test_episodes_are_scale_free(ratios, scale):
+    p = np.cumprod(np.asarray(ratios)) * 100
+    v = np.full(len(p), 100.0)
+    assert bubbles(p, v, 0.05, 3) == bubbles(p * scale, v * scale, 0.05, 3)
+    assert crashes(p, 0.1, 5) == crashes(p * scale, 0.1, 5)
