@@ -1,0 +1,152 @@
+"""The pilot manifest (protocol §4): what the live pilot cost and how well the LLM traders
+behaved, the SD of paired differences vs the control for every primary outcome (the σ̂_d table the
+freeze records), and a pass/fail per criterion.
+
+Reads only the gathered ``outcomes.parquet`` and, for latency, each run's
+``llm_decisions.parquet``; writes ``results/manifests/pilot.json``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from market_agents.errors import ConfigError
+
+PRIMARY_OUTCOMES = (
+    "volatility",
+    "excess_kurtosis",
+    "mispricing",
+    "rad",
+    "rd",
+    "bubble_share",
+    "crash_share",
+    "mean_spread",
+    "turnover",
+    "shock_half_ticks",
+    "shock_priced_share",
+)
+CONTROL_CELL = "share_0"
+PLANNED_USD_PER_DECISION = 0.0005
+CRITERIA = {
+    "validity": "llm_valid_rate >= 0.80",
+    "failures": "llm_failure_rate <= 0.10",
+    "cost_per_decision": "usd per decision within ±30 % of 0.0005",
+    "no_budget_halts": "no run hit its usd_cap",
+}
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den else None
+
+
+def _weighted(frame: pl.DataFrame, col: str, weight: str = "n_llm_decisions") -> float | None:
+    if col not in frame.columns:
+        return None
+    f = frame.filter(pl.col(col).is_not_null() & (pl.col(weight) > 0))
+    return _ratio(float((f[col] * f[weight]).sum()), float(f[weight].sum())) if f.height else None
+
+
+def paired_sd(outcomes: pl.DataFrame, control: str = CONTROL_CELL) -> dict[str, dict[str, Any]]:
+    """For each treated cell and primary outcome: SD (ddof 1) of y(cell, s) − y(control, s)
+    over the seeds both have, with the number of pairs."""
+    if control not in outcomes["cell"].unique().to_list():
+        raise ConfigError(f"outcomes.parquet has no control cell {control!r} for paired SDs")
+    base = outcomes.filter(pl.col("cell") == control)
+    table: dict[str, dict[str, Any]] = {}
+    for cell in sorted(set(outcomes["cell"].to_list()) - {control}):
+        treated = outcomes.filter(pl.col("cell") == cell)
+        joined = treated.join(base, on="seed", suffix="__ctl")
+        row: dict[str, Any] = {"n_pairs": joined.height}
+        for y in PRIMARY_OUTCOMES:
+            if y not in outcomes.columns:
+                continue
+            d = (joined[y].cast(pl.Float64) - joined[f"{y}__ctl"].cast(pl.Float64)).drop_nulls()
+            d = d.filter(d.is_finite())
+            row[y] = float(d.std(ddof=1)) if len(d) > 1 else None
+        table[cell] = row
+    return table
+
+
+def latency(run_dirs: list[Path]) -> dict[str, float | None]:
+    """Median and 95th percentile of live (not cached) call latency, in seconds."""
+    frames = []
+    for d in run_dirs:
+        path = d / "llm_decisions.parquet"
+        if path.exists():
+            f = pl.read_parquet(path)
+            if {"latency_s", "cache_hit"} <= set(f.columns) and f.height:
+                frames.append(f.filter(~pl.col("cache_hit"))["latency_s"].drop_nulls())
+    lat = pl.concat(frames) if frames else pl.Series("latency_s", [], dtype=pl.Float64)
+    if not len(lat):
+        return {"median_s": None, "p95_s": None}
+    return {"median_s": float(lat.median()), "p95_s": float(lat.quantile(0.95))}
+
+
+def criteria(summary: dict[str, Any], tolerance: float = 0.30) -> dict[str, dict[str, Any]]:
+    cost = summary["usd_per_decision"]
+    lo, hi = PLANNED_USD_PER_DECISION * (1 - tolerance), PLANNED_USD_PER_DECISION * (1 + tolerance)
+    checks = {
+        "validity": (summary["validity_rate"], summary["validity_rate"] is not None
+                     and summary["validity_rate"] >= 0.80),
+        "failures": (summary["failure_rate"], summary["failure_rate"] is not None
+                     and summary["failure_rate"] <= 0.10),
+        "cost_per_decision": (cost, cost is not None and lo <= cost <= hi),
+        "no_budget_halts": (summary["budget_halts"], summary["budget_halts"] == 0),
+    }
+    return {k: {"value": v, "rule": CRITERIA[k], "pass": bool(ok)} for k, (v, ok) in checks.items()}
+
+
+def summarize(outcomes: pl.DataFrame, run_dirs: list[Path] | None = None) -> dict[str, Any]:
+    """The pilot manifest from the pilot design's gathered outcomes."""
+    for col in ("cell", "seed", "n_llm_decisions", "llm_usd"):
+        if col not in outcomes.columns:
+            raise ConfigError(f"outcomes.parquet lacks column {col!r}; re-run `ma gather`")
+    live = outcomes.filter(pl.col("n_llm_decisions") > 0)
+    n = int(live["n_llm_decisions"].sum()) if live.height else 0
+    usd = float(outcomes["llm_usd"].fill_null(0).sum())
+
+    def per_decision(col: str) -> float | None:
+        return _ratio(float(live[col].fill_null(0).sum()), n) if col in live.columns else None
+
+    summary: dict[str, Any] = {
+        "runs": outcomes.height,
+        "live_runs": live.height,
+        "decisions": n,
+        "total_usd": round(usd, 6),
+        "usd_per_decision": _ratio(usd, n),
+        "tokens_per_decision": {
+            "in": per_decision("llm_tokens_in"),
+            "out": per_decision("llm_tokens_out"),
+            "reasoning": per_decision("llm_tokens_reasoning"),
+        },
+        "latency": latency(run_dirs or []),
+        "validity_rate": _weighted(live, "llm_valid_rate"),
+        "failure_rate": _weighted(live, "llm_failure_rate"),
+        "cache_hit_share": _weighted(live, "llm_cached_hits"),
+        "budget_halts": int(outcomes["llm_budget_halts"].fill_null(0).sum())
+        if "llm_budget_halts" in outcomes.columns
+        else 0,
+        "realized_shares": {
+            cell: {
+                "llm_order_share": _mean(g, "llm_order_share"),
+                "llm_volume_share": _mean(g, "llm_volume_share"),
+            }
+            for (cell,), g in sorted(live.group_by(["cell"]), key=lambda kv: kv[0])
+        },
+        "sigma_d": paired_sd(outcomes),
+    }
+    summary["criteria"] = criteria(summary)
+    summary["pass"] = all(c["pass"] for c in summary["criteria"].values())
+    return summary
+
+
+def _mean(frame: pl.DataFrame, col: str) -> float | None:
+    if col not in frame.columns:
+        return None
+    v = frame[col].drop_nulls()
+    m = v.mean() if len(v) else None
+    return float(m) if m is not None and math.isfinite(m) else None
