@@ -1,18 +1,104 @@
-"""The `population.llm` block of the simulation config (owned by the LLM layer)."""
+"""The `population.llm` block of the simulation config (owned by the LLM layer).
+
+Protocol keys: provider_mix, models, prompt_set, memory, channel, usd_cap, decision_cap,
+frozen_library. ``provider_mix`` keys are *routes*: a provider kind (``openai``,
+``anthropic``, ``openai_compatible``, ``mock``) or an alias declared under ``providers`` with a
+``kind`` (``openai_mini: {kind: openai}``). ``models`` maps each route to one model id or a list
+of ids; with a list each slot draws one id uniformly from the slot stream. Either way the
+protocol's ``mix_25`` (half nano, half mini) runs live:
+
+    provider_mix: {openai: 1.0}
+    models: {openai: [gpt-5.4-nano, gpt-5.4-mini]}
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+KINDS = ("mock", "openai", "anthropic", "openai_compatible")
 
 
-class LLMConfig(BaseModel):
+class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+
+class ProviderSettings(_Strict):
+    """Per-route settings. Keys are never stored here: ``api_key_env`` names the variable."""
+
+    kind: Literal["mock", "openai", "anthropic", "openai_compatible"] | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    usd_cap: float | None = Field(default=None, ge=0, description="per-provider cap per run")
+    max_concurrency: int = Field(default=8, ge=1, le=256)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=4, ge=0, le=20)
+    latency_s: float = Field(default=0.0, ge=0, description="mock only: simulated latency")
+    invalid_rate: float = Field(default=0.05, ge=0, le=1, description="mock only")
+
+
+class TokenProfile(_Strict):
+    """Tokens per decision used to plan spend and to estimate the next call's cost before any
+    call of that model has been priced."""
+
+    tokens_in: int = Field(default=760, ge=0)
+    tokens_out: int = Field(default=230, ge=0)
+
+
+class LLMConfig(_Strict):
     provider_mix: dict[str, float] = Field(default_factory=lambda: {"mock": 1.0})
-    models: dict[str, str] = Field(default_factory=lambda: {"mock": "mock-trader"})
-    prompt_set: str = "single"
-    memory: int = Field(default=0, ge=0)
+    models: dict[str, str | list[str]] = Field(default_factory=lambda: {"mock": "mock-trader"})
+    prompt_set: Literal["single", "diverse"] = "single"
+    memory: int = Field(default=0, ge=0, le=50)
     channel: bool = False
-    usd_cap: float = Field(default=0.0, ge=0.0)
+    usd_cap: float = Field(default=0.0, ge=0.0, description="per run; live providers only")
     decision_cap: int | None = Field(default=None, ge=1)
     frozen_library: str | None = None
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    max_concurrency: int = Field(default=16, ge=1, le=1024)
+    max_output_tokens: int = Field(default=1024, ge=16)
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = "low"
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    token_profile: TokenProfile = Field(default_factory=TokenProfile)
+
+    @model_validator(mode="after")
+    def _routes(self) -> LLMConfig:
+        if not self.provider_mix:
+            raise ValueError("provider_mix is empty")
+        for route, share in self.provider_mix.items():
+            if share < 0:
+                raise ValueError(f"provider_mix.{route}: share {share} is negative")
+            self.kind(route)
+            model = self.models.get(route)
+            if not model:
+                raise ValueError(f"models.{route}: no model id for provider_mix route {route!r}")
+        total = sum(self.provider_mix.values())
+        if abs(total - 1.0) > 1e-9:
+            raise ValueError(f"provider_mix shares must sum to 1, got {total:.6g}")
+        for route in self.providers:
+            if route not in self.provider_mix:
+                self.kind(route)
+        return self
+
+    def kind(self, route: str) -> str:
+        settings = self.providers.get(route)
+        if settings is not None and settings.kind is not None:
+            return settings.kind
+        if route in KINDS:
+            return route
+        raise ValueError(
+            f"provider {route!r} is unknown: use one of {list(KINDS)} or declare "
+            f"providers.{route}.kind"
+        )
+
+    def settings(self, route: str) -> ProviderSettings:
+        return self.providers.get(route) or ProviderSettings()
+
+    def model_ids(self, route: str) -> list[str]:
+        ids = self.models[route]
+        return [ids] if isinstance(ids, str) else list(ids)
+
+    def routes(self) -> list[str]:
+        """Routes with a positive share, in a fixed order (the order of ``provider_mix``)."""
+        return [r for r, s in self.provider_mix.items() if s > 0]

@@ -1,0 +1,114 @@
+"""Prices are data (``config/prices.yaml``), validated once; cost is a pure function of a price
+row and a call's usage. An unknown model is an error that names it: nothing runs unpriced."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from market_agents.errors import ConfigError
+from market_agents.llm.types import Usage
+
+DEFAULT_PATH = Path(__file__).resolve().parents[3] / "config" / "prices.yaml"
+PRICES_ENV = "MARKET_AGENTS_PRICES"
+
+
+class ModelPrice(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    provider: str
+    input: float = Field(ge=0, description="USD per `per_tokens` uncached input tokens")
+    cached_input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_write_multiplier: float = Field(default=1.0, ge=0)
+    date: str
+    source: str = Field(min_length=3)
+
+    @field_validator("date")
+    @classmethod
+    def _iso(cls, v: str) -> str:
+        dt.date.fromisoformat(v)
+        return v
+
+
+class PriceTable(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    currency: Literal["USD"]
+    per_tokens: int = Field(gt=0)
+    models: dict[str, ModelPrice]
+    path: str = ""
+
+    def price(self, model: str) -> ModelPrice:
+        row = self.models.get(model)
+        if row is None:
+            raise ConfigError(
+                f"model {model!r} has no price in {self.path or 'prices.yaml'}; add a row "
+                f"(known: {', '.join(sorted(self.models))})"
+            )
+        return row
+
+    def cost(self, model: str, usage: Usage) -> float:
+        return usage_cost(self.price(model), usage, self.per_tokens)
+
+    def planned_cost(self, model: str, tokens_in: int, tokens_out: int) -> float:
+        return self.cost(model, Usage(input=tokens_in, output=tokens_out))
+
+    def assumptions(self, models: list[str]) -> dict[str, dict]:
+        """Rows for the manifest: what each used model was priced at, and why."""
+        return {m: self.price(m).model_dump() | {"per_tokens": self.per_tokens}
+                for m in sorted(set(models))}
+
+
+def usage_cost(row: ModelPrice, usage: Usage, per_tokens: int = 1_000_000) -> float:
+    """``usage.input`` counts every input token (normalized by the providers), so the uncached
+    part is what remains after cache reads and writes."""
+    uncached = max(0, usage.input - usage.cached_input - usage.cache_write)
+    usd = (
+        uncached * row.input
+        + usage.cached_input * row.cached_input
+        + usage.cache_write * row.input * row.cache_write_multiplier
+        + usage.output * row.output
+    )
+    return usd / per_tokens
+
+
+def load_prices(path: str | Path | None = None) -> PriceTable:
+    path = Path(path or os.environ.get(PRICES_ENV) or DEFAULT_PATH)
+    return _load(str(path.resolve()))
+
+
+@lru_cache(maxsize=8)
+def _load(path: str) -> PriceTable:
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read price table ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: malformed YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level must be a mapping")
+    try:
+        return PriceTable.model_validate({**data, "path": path})
+    except ValidationError as exc:
+        where = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(f"{path}: {where}") from None
+
+
+def cost(model: str, usage: Usage, table: PriceTable | None = None) -> float:
+    """USD for one call of ``model`` with ``usage`` (default table: config/prices.yaml)."""
+    return (table or load_prices()).cost(model, usage)
+
+
+def planned_cost(model: str, tokens_in: int, tokens_out: int,
+                 table: PriceTable | None = None) -> float:
+    """USD for one planned call with no cache reads (``ma budget`` uses this)."""
+    return (table or load_prices()).planned_cost(model, tokens_in, tokens_out)

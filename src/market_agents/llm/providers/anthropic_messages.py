@@ -1,0 +1,89 @@
+"""Anthropic through the official SDK's Messages API: ``output_config.format`` json_schema,
+``output_config.effort`` where the model supports it, and the system prompt marked with
+``cache_control`` so repeated prompts read from Anthropic's prompt cache."""
+
+from __future__ import annotations
+
+import time
+
+from market_agents.llm.config import ProviderSettings
+from market_agents.llm.providers.base import Provider, classify_sdk_error, split_system
+from market_agents.llm.types import LLMRequest, LLMResponse, Usage
+
+# Models that reject ``effort`` (it arrived with Opus 4.5); newer ids are assumed to take it.
+NO_EFFORT_PREFIXES = (
+    "claude-3", "claude-haiku-4", "claude-sonnet-4-0", "claude-sonnet-4-2", "claude-sonnet-4-5",
+    "claude-opus-4-0", "claude-opus-4-1", "claude-opus-4-2",
+)
+
+
+def supports_effort(model: str) -> bool:
+    return not model.startswith(NO_EFFORT_PREFIXES)
+
+
+class AnthropicProvider(Provider):
+    kind = "anthropic"
+
+    def __init__(self, route: str, settings: ProviderSettings, key: str | None, url: str | None):
+        super().__init__(route)
+        import anthropic
+
+        self._sdk = anthropic
+        self._client = anthropic.AsyncAnthropic(
+            api_key=key, base_url=url, timeout=settings.timeout_s, max_retries=0
+        )
+
+    def payload(self, request: LLMRequest) -> dict:
+        system, rest = split_system(request.messages)
+        kwargs: dict = {
+            "model": request.model,
+            "max_tokens": request.max_output_tokens,
+            "messages": rest,
+        }
+        if system:
+            kwargs["system"] = [
+                {"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}
+            ]
+        output_config: dict = {}
+        if request.json_schema is not None:
+            output_config["format"] = {"type": "json_schema", "schema": request.json_schema}
+        if request.reasoning_effort and supports_effort(request.model):
+            output_config["effort"] = request.reasoning_effort
+        if output_config:
+            kwargs["output_config"] = output_config
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        return kwargs
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        start = time.monotonic()
+        try:
+            resp = await self._client.messages.create(
+                **self.payload(request), timeout=request.timeout_s or self._sdk.NOT_GIVEN
+            )
+        except Exception as exc:  # noqa: BLE001 - every SDK failure is classified
+            raise classify_sdk_error(exc, self._sdk) from None
+        latency = time.monotonic() - start
+        text = "".join(b.text for b in resp.content if getattr(b, "type", "") == "text")
+        u = resp.usage
+        read = u.cache_read_input_tokens or 0
+        write = u.cache_creation_input_tokens or 0
+        details = getattr(u, "output_tokens_details", None)
+        usage = Usage(
+            input=u.input_tokens + read + write,  # Anthropic's input_tokens excludes both
+            cached_input=read,
+            cache_write=write,
+            output=u.output_tokens,
+            reasoning=getattr(details, "thinking_tokens", 0) or 0,
+        )
+        return LLMResponse(
+            text=text,
+            usage=usage,
+            latency_s=latency,
+            refusal=resp.stop_reason == "refusal",
+            truncated=resp.stop_reason == "max_tokens",
+            model=resp.model or "",
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()

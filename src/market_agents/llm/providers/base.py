@@ -1,0 +1,86 @@
+"""The provider contract: one async ``complete(request) -> LLMResponse``.
+
+Transport failures are raised as :class:`ProviderError` with an error class and whether a retry
+may help; answers the model gave (malformed, refused, cut off) are responses, never errors.
+Providers know nothing of the cache, prices or budgets (``client.py`` wraps them).
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+from market_agents.llm.types import LLMRequest, LLMResponse, Message
+
+RETRYABLE = frozenset({"rate_limit", "server_error", "timeout", "connection", "bad_response"})
+
+
+class ProviderError(Exception):
+    def __init__(self, error_class: str, detail: str = "", retry_after: float | None = None):
+        super().__init__(f"{error_class}: {detail}" if detail else error_class)
+        self.error_class = error_class
+        self.retry_after = retry_after
+
+
+class Provider(abc.ABC):
+    kind: str = ""
+    live: bool = True  # False: no money changes hands (the mock)
+
+    def __init__(self, route: str):
+        self.route = route
+
+    @abc.abstractmethod
+    async def complete(self, request: LLMRequest) -> LLMResponse: ...
+
+    def is_retryable(self, exc: BaseException) -> bool:
+        return isinstance(exc, ProviderError) and exc.error_class in RETRYABLE
+
+    async def aclose(self) -> None:
+        return None
+
+
+def split_system(messages: tuple[Message, ...]) -> tuple[str, list[dict[str, Any]]]:
+    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    rest = [{"role": m.role, "content": m.content} for m in messages if m.role != "system"]
+    return system, rest
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Retry-After in seconds (the HTTP-date form is rare for APIs and ignored)."""
+    if headers is None:
+        return None
+    for name in ("retry-after-ms", "retry-after"):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            continue
+        return value / 1000.0 if name.endswith("-ms") else value
+    return None
+
+
+def classify_sdk_error(exc: Exception, sdk: Any) -> ProviderError:
+    """Map an ``openai``/``anthropic`` SDK exception (same class names in both) to a
+    ProviderError. The message keeps the status and class only: SDK messages can echo
+    request headers, so they never reach logs or the cache."""
+    status = getattr(exc, "status_code", None)
+    retry_after = retry_after_seconds(getattr(getattr(exc, "response", None), "headers", None))
+    if isinstance(exc, sdk.APITimeoutError):
+        return ProviderError("timeout")
+    if isinstance(exc, sdk.APIConnectionError):
+        return ProviderError("connection", type(exc).__name__)
+    if isinstance(exc, sdk.APIResponseValidationError):
+        return ProviderError("bad_response", type(exc).__name__)
+    if isinstance(exc, sdk.APIStatusError):
+        if status == 429:
+            return ProviderError("rate_limit", f"HTTP {status}", retry_after)
+        if status is not None and status >= 500:
+            return ProviderError("server_error", f"HTTP {status}", retry_after)
+        if status in (401, 403):
+            return ProviderError("auth", f"HTTP {status} (check the API key in .env)")
+        return ProviderError("bad_request", f"HTTP {status}")
+    if isinstance(exc, ValueError):  # a body that is not JSON
+        return ProviderError("bad_response", type(exc).__name__)
+    return ProviderError("provider_error", type(exc).__name__)

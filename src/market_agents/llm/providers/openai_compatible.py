@@ -1,0 +1,71 @@
+"""Any server speaking OpenAI chat completions (vLLM, Ollama, llama.cpp): json_schema
+``response_format`` against a configured ``base_url``. Free local models; priced from
+``prices.yaml`` like any other model id (usually at 0)."""
+
+from __future__ import annotations
+
+import time
+
+from market_agents.llm.config import ProviderSettings
+from market_agents.llm.providers.base import Provider, ProviderError, classify_sdk_error
+from market_agents.llm.types import LLMRequest, LLMResponse, Usage
+
+
+class OpenAICompatibleProvider(Provider):
+    kind = "openai_compatible"
+
+    def __init__(self, route: str, settings: ProviderSettings, key: str | None, url: str):
+        super().__init__(route)
+        import openai
+
+        self._sdk = openai
+        self._client = openai.AsyncOpenAI(
+            api_key=key or "not-needed", base_url=url, timeout=settings.timeout_s, max_retries=0
+        )
+
+    def payload(self, request: LLMRequest) -> dict:
+        kwargs: dict = {
+            "model": request.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "max_tokens": request.max_output_tokens,
+        }
+        if request.json_schema is not None:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": request.schema_name, "schema": request.json_schema,
+                                "strict": True},
+            }
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        return kwargs
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        start = time.monotonic()
+        try:
+            resp = await self._client.chat.completions.create(
+                **self.payload(request), timeout=request.timeout_s or self._sdk.NOT_GIVEN
+            )
+        except Exception as exc:  # noqa: BLE001 - every SDK failure is classified
+            raise classify_sdk_error(exc, self._sdk) from None
+        latency = time.monotonic() - start
+        if not resp.choices:
+            raise ProviderError("bad_response", "no choices")
+        choice = resp.choices[0]
+        u = resp.usage
+        usage = Usage()
+        if u is not None:
+            cached = getattr(u.prompt_tokens_details, "cached_tokens", 0) or 0
+            reasoning = getattr(u.completion_tokens_details, "reasoning_tokens", 0) or 0
+            usage = Usage(input=u.prompt_tokens, cached_input=cached,
+                          output=u.completion_tokens, reasoning=reasoning)
+        return LLMResponse(
+            text=choice.message.content or "",
+            usage=usage,
+            latency_s=latency,
+            refusal=bool(getattr(choice.message, "refusal", None)),
+            truncated=choice.finish_reason == "length",
+            model=resp.model or "",
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()

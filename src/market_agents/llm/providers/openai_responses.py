@@ -1,0 +1,82 @@
+"""OpenAI through the official SDK's Responses API: ``store=False``, strict json_schema output,
+``reasoning.effort``, and ``prompt_cache_key`` per prompt id so calls that share a system prompt
+hit OpenAI's prompt cache."""
+
+from __future__ import annotations
+
+import time
+
+from market_agents.llm.config import ProviderSettings
+from market_agents.llm.providers.base import Provider, classify_sdk_error, split_system
+from market_agents.llm.types import LLMRequest, LLMResponse, Usage
+
+
+class OpenAIProvider(Provider):
+    kind = "openai"
+
+    def __init__(self, route: str, settings: ProviderSettings, key: str | None, url: str | None):
+        super().__init__(route)
+        import openai
+
+        self._sdk = openai
+        self._client = openai.AsyncOpenAI(
+            api_key=key, base_url=url, timeout=settings.timeout_s, max_retries=0
+        )
+
+    def payload(self, request: LLMRequest) -> dict:
+        system, rest = split_system(request.messages)
+        kwargs: dict = {
+            "model": request.model,
+            "input": rest,
+            "store": False,
+            "max_output_tokens": request.max_output_tokens,
+        }
+        if system:
+            kwargs["instructions"] = system
+        if request.prompt_id:
+            kwargs["prompt_cache_key"] = request.prompt_id
+        if request.json_schema is not None:
+            kwargs["text"] = {"format": {"type": "json_schema", "name": request.schema_name,
+                                         "schema": request.json_schema, "strict": True}}
+        if request.reasoning_effort:
+            kwargs["reasoning"] = {"effort": request.reasoning_effort}
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        return kwargs
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        start = time.monotonic()
+        try:
+            resp = await self._client.responses.create(
+                **self.payload(request), timeout=request.timeout_s or self._sdk.NOT_GIVEN
+            )
+        except Exception as exc:  # noqa: BLE001 - every SDK failure is classified
+            raise classify_sdk_error(exc, self._sdk) from None
+        latency = time.monotonic() - start
+        refusal = any(
+            getattr(part, "type", "") == "refusal"
+            for item in resp.output or []
+            for part in (getattr(item, "content", None) or [])
+        )
+        u = resp.usage
+        usage = Usage()
+        if u is not None:
+            details = u.input_tokens_details
+            usage = Usage(
+                input=u.input_tokens,  # OpenAI counts cached tokens inside input_tokens
+                cached_input=getattr(details, "cached_tokens", 0) or 0,
+                cache_write=getattr(details, "cache_write_tokens", 0) or 0,
+                output=u.output_tokens,
+                reasoning=getattr(u.output_tokens_details, "reasoning_tokens", 0) or 0,
+            )
+        return LLMResponse(
+            text=resp.output_text or "",
+            usage=usage,
+            latency_s=latency,
+            refusal=refusal,
+            truncated=resp.status == "incomplete",
+            model=resp.model or "",
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
