@@ -1,0 +1,196 @@
+"""The bridge between the market and the LLM layer: LLM traders as one pool.
+
+The simulator hands the pool every LLM slot due at a tick; the pool turns each ``MarketView``
+into a plain snapshot, builds the requests (persona, memory, cohort channel), sends them
+together through :class:`LLMClient`, and turns each answer into orders. An invalid, refused,
+failed or budget-halted answer means hold. Which provider, model and persona a slot gets is
+drawn from that slot's own stream, so it never depends on any other slot.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from market_agents import rng as streams_mod
+from market_agents.errors import ConfigError
+from market_agents.llm import prompting, schema
+from market_agents.llm.client import LLMClient
+from market_agents.llm.types import LLMRequest, LLMResult
+from market_agents.market.types import BUY, SELL, Cancel, MarketView, Order
+
+COHORT_SIZE = 5
+
+
+def view_snapshot(view: MarketView) -> dict[str, Any]:
+    """A MarketView as the plain dict ``prompting`` reads (it never sees market types)."""
+    return {
+        "tick": view.tick,
+        "assets": [
+            {"asset": a.asset, "public_value": a.public_value, "last_price": a.last_price,
+             "mid_price": a.mid_price, "best_bid": a.best_bid, "best_ask": a.best_ask,
+             "bid_size": a.bid_size, "ask_size": a.ask_size,
+             "recent_prices": list(a.recent_prices), "halted": a.halted, "shares": a.shares}
+            for a in view.assets
+        ],
+        "cash": view.cash,
+        "wealth": view.wealth,
+        "position_limit": view.position_limit,
+        "max_leverage": view.max_leverage,
+        "open_orders": [
+            {"asset": asset, "side": "buy" if side == BUY else "sell", "price": price,
+             "qty": qty}
+            for (_, asset, side, price, qty) in view.open_orders
+        ],
+    }
+
+
+def pick(shares: list[float], u: float) -> int:
+    total, acc = sum(shares), 0.0
+    for i, s in enumerate(shares):
+        acc += s / total
+        if u < acc:
+            return i
+    return len(shares) - 1
+
+
+class LLMTraderPool:
+    def __init__(self, config, streams: streams_mod.Streams, slots: list[int],
+                 cache_path: str | Path | None, client: LLMClient | None = None):
+        llm = config.population.llm
+        if llm.frozen_library:
+            raise ConfigError("population.llm.frozen_library: decision-library replay is not "
+                              "built yet; leave it unset")
+        self.llm = llm
+        self.n_assets = config.fundamentals.n_assets
+        self.slots = sorted(int(s) for s in slots)
+        self.client = client or LLMClient.from_settings(llm, cache_path)
+        self.schema = schema.decision_schema()
+        self.mock_seed = int(streams.generator(streams_mod.MOCK_LLM).integers(2**31))
+        routes = llm.routes()
+        personas = prompting.personas(llm.prompt_set)
+        self.assignment: dict[int, dict[str, str]] = {}
+        for slot in self.slots:
+            g = streams.generator(streams_mod.SLOTS, "llm_assign", slot)
+            u_route, u_model, u_persona = g.random(3)  # always three draws: settings stay apart
+            route = routes[pick([llm.provider_mix[r] for r in routes], u_route)]
+            models = llm.model_ids(route)
+            self.assignment[slot] = {
+                "route": route,
+                "kind": llm.kind(route),
+                "model": models[int(u_model * len(models))],
+                "persona": personas[int(u_persona * len(personas))],
+            }
+        self.cohort: dict[int, list[int]] = {}
+        if llm.channel:
+            order = streams.generator(streams_mod.SLOTS, "llm_cohorts").permutation(self.slots)
+            for i in range(0, len(order), COHORT_SIZE):
+                members = sorted(int(s) for s in order[i : i + COHORT_SIZE])
+                for s in members:
+                    self.cohort[s] = [p for p in members if p != s]
+        self.history: dict[int, list[dict[str, Any]]] = {s: [] for s in self.slots}
+        self.messages: dict[int, tuple[int, str]] = {}  # slot -> (tick, last message)
+        self.rows: list[dict[str, Any]] = []
+
+    # --- per tick -------------------------------------------------------------------------
+
+    def request(self, tick: int, view: MarketView) -> LLMRequest:
+        slot = view.slot
+        a = self.assignment[slot]
+        memory = None
+        if self.llm.memory > 0:
+            self._settle_fills(slot, view)
+            memory = [{k: h[k] for k in ("tick", "action", "qty", "price", "filled")}
+                      for h in self.history[slot][-self.llm.memory:]]
+        channel = None
+        if self.llm.channel:
+            channel = [{"peer": p, "tick": self.messages[p][0], "message": self.messages[p][1]}
+                       for p in self.cohort.get(slot, []) if p in self.messages]
+        messages = prompting.build_messages(view_snapshot(view), self.llm.prompt_set,
+                                            a["persona"], memory, channel)
+        settings = self.llm.settings(a["route"])
+        return LLMRequest(
+            provider=a["kind"],
+            model=a["model"],
+            messages=messages,
+            json_schema=self.schema,
+            schema_name=schema.SCHEMA_NAME,
+            prompt_id=prompting.prompt_id(self.llm.prompt_set, a["persona"]),
+            prompt_version=prompting.PROMPT_VERSION,
+            max_output_tokens=self.llm.max_output_tokens,
+            temperature=self.llm.temperature,
+            reasoning_effort=self.llm.reasoning_effort,
+            agent=f"slot{slot}",
+            extra={"mock_seed": self.mock_seed} if a["kind"] == "mock" else {},
+            route=a["route"],
+            timeout_s=settings.timeout_s,
+        )
+
+    def decide(self, tick: int, views: dict[int, MarketView]) -> dict[int, list[Order | Cancel]]:
+        slots = sorted(views)
+        requests = [self.request(tick, views[s]) for s in slots]
+        results = self.client.complete_many(requests, schema.parse_decision,
+                                            where=f"tick {tick}")
+        out: dict[int, list[Order | Cancel]] = {}
+        for slot, req, res in zip(slots, requests, results, strict=True):
+            out[slot] = self._apply(tick, slot, views[slot], req, res)
+        for slot, req, res in zip(slots, requests, results, strict=True):
+            d = res.parsed
+            if res.valid and d is not None and d.message.strip():
+                self.messages[slot] = (tick, d.message.strip())
+        return out
+
+    def _apply(self, tick: int, slot: int, view: MarketView, req: LLMRequest,
+               res: LLMResult) -> list[Order | Cancel]:
+        d: schema.Decision | None = res.parsed
+        valid, error = res.valid, res.error_class
+        if valid and d is not None and d.asset >= self.n_assets:
+            valid, error = False, "asset"
+        orders: list[Order | Cancel] = []
+        action, qty, price = "hold", 0, None
+        if valid and d is not None and d.action != "hold":
+            action, qty = d.action, d.quantity
+            price = d.limit_price if d.order_type == "limit" else None
+            orders.append(Order(side=BUY if action == "buy" else SELL, qty=qty, price=price,
+                                asset=d.asset))
+        shares = view.assets[d.asset if valid and d is not None else 0].shares
+        self.history[slot].append({"tick": tick, "action": action, "qty": qty, "price": price,
+                                   "asset": d.asset if valid and d else 0, "shares": shares,
+                                   "filled": 0})
+        u = res.usage
+        self.rows.append({
+            "tick": tick, "slot": slot, "provider": req.route, "model": req.model,
+            "prompt_id": req.prompt_id, "prompt_version": req.prompt_version, "valid": valid,
+            "action": action, "qty": qty, "price": price, "tokens_in": u.input,
+            "tokens_cached": u.cached_input, "tokens_out": u.output,
+            "tokens_reasoning": u.reasoning, "usd": res.usd, "latency_s": res.latency_s,
+            "cache_hit": res.cache_hit, "error_class": error,
+        })
+        return orders
+
+    def _settle_fills(self, slot: int, view: MarketView) -> None:
+        """Fills of each past decision, read as the position change until the next one (the
+        view carries positions for every trader; fills are not needed)."""
+        hist = self.history[slot]
+        for i, h in enumerate(hist):
+            after = hist[i + 1]["shares"] if i + 1 < len(hist) else view.assets[h["asset"]].shares
+            h["filled"] = after - h["shares"] if h["action"] != "hold" else 0
+
+    # --- after the run --------------------------------------------------------------------
+
+    def records(self) -> list[dict[str, Any]]:
+        return list(self.rows)
+
+    def manifest(self) -> dict[str, Any]:
+        models = sorted({a["model"] for a in self.assignment.values()})
+        return {
+            "prompt_version": prompting.PROMPT_VERSION,
+            "price_assumptions": self.client.prices.assumptions(models),
+            "llm_usage": self.client.usage_summary(),
+            "llm_slots": [{"slot": s, "provider": a["route"], "model": a["model"],
+                           "prompt_id": prompting.prompt_id(self.llm.prompt_set, a["persona"])}
+                          for s, a in sorted(self.assignment.items())],
+        }
+
+    def close(self) -> None:
+        self.client.close()
