@@ -29,8 +29,8 @@ def ref_price(a: AssetView) -> float:
 
 
 class MarketMaker(Trader):
-    """Quotes both sides every tick around the mid, leaning toward V^pub and against inventory;
-    widens its spread when recent volatility rises (a source of volatility clustering)."""
+    """Quotes both sides every tick around a blend of the last trade and the mid, skewed against
+    its inventory; widens its spread when recent volatility rises (volatility clustering)."""
 
     kind = "market_maker"
     every_tick = True
@@ -38,10 +38,10 @@ class MarketMaker(Trader):
     def __init__(self, slot: int, rng: np.random.Generator, target_shares: int):
         super().__init__(slot, rng)
         self.half_spread = rng.uniform(0.0008, 0.0016)
-        self.vol_mult = rng.uniform(1.0, 2.0)
-        self.anchor = rng.uniform(0.02, 0.06)
-        self.inventory_aversion = rng.uniform(0.0004, 0.0010)
+        self.vol_mult = rng.uniform(0.75, 1.5)
+        self.inventory_aversion = rng.uniform(0.00025, 0.00035)
         self.size = int(rng.integers(3, 8))
+        self.trade_weight = rng.uniform(0.75, 0.85)
         self.target = target_shares
 
     def decide(self, view: MarketView) -> list[Order | Cancel]:
@@ -49,10 +49,13 @@ class MarketMaker(Trader):
         for a in view.assets:
             if a.halted:
                 continue
-            mid = ref_price(a)
+            # Centring on the mid alone chases orders resting inside the spread (positive
+            # autocorrelation); on the last trade alone it bounces (negative). A blend of the
+            # two leaves mid-price returns close to unpredictable.
+            mid = self.trade_weight * a.last_price + (1 - self.trade_weight) * ref_price(a)
             vol = realized_vol(a.recent_prices)
-            center = mid + self.anchor * (a.public_value - mid)
-            center *= 1.0 - self.inventory_aversion * (a.shares - self.target) / max(self.size, 1)
+            skew = self.inventory_aversion * (a.shares - self.target) / self.size
+            center = mid * (1.0 - skew)
             half = center * (self.half_spread + self.vol_mult * vol)
             out.append(Order(BUY, self.size, round(center - half, 2), a.asset, ttl=1))
             out.append(Order(SELL, self.size, round(center + half, 2), a.asset, ttl=1))
