@@ -11,7 +11,7 @@ import sys
 from market_agents.errors import MarketAgentsError
 
 # Subcommand modules, in the order `ma --help` lists them.
-COMMANDS = ["run", "schema"]
+COMMANDS = ["run", "validate", "schema", "dag"]
 
 
 def build_parser() -> argparse.ArgumentParser:
