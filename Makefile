@@ -1,0 +1,37 @@
+# Set-up is part of every target: on a fresh machine with Python >= 3.11 and pip,
+# `make run` and `make test` bring uv, build .venv from uv.lock and do the work.
+PYTHON ?= python3
+UV := $(PYTHON) -m uv
+VENV := .venv/bin
+DESIGN ?= exploratory
+WORKERS ?= 2
+
+.PHONY: setup run test check lint bench validate clean
+
+setup: $(VENV)/ma
+
+$(VENV)/ma: pyproject.toml uv.lock
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+	$(UV) sync --all-extras --locked
+	@touch $@
+
+# The main job on built-in defaults (the mock provider: no key, no cost).
+run: setup
+	$(VENV)/ma run config/baseline.yaml --seed 1 --out results/runs/baseline/seed0001
+
+test: setup
+	$(VENV)/pytest -n $(WORKERS)
+
+lint: setup
+	$(VENV)/ruff check src tests bench
+
+check: lint test
+
+validate: setup
+	$(VENV)/ma validate config/baseline.yaml --seeds 20 --workers $(WORKERS)
+
+bench: setup
+	$(VENV)/python bench/bench_engine.py
+
+clean:
+	rm -rf results .snakemake
