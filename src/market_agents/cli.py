@@ -11,7 +11,8 @@ import sys
 from market_agents.errors import MarketAgentsError
 
 # Subcommand modules, in the order `ma --help` lists them.
-COMMANDS = ["run", "validate", "schema", "dag"]
+COMMANDS = ["run", "validate", "schema", "dag", "outcomes", "gather", "sensitivity", "budget",
+            "cell", "design", "bazaar"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -231,11 +231,33 @@ def _mean(values: list[float | None]) -> float | None:
     return float(np.mean(vals)) if vals else None
 
 
-def market_outcomes(run: RunFiles, th: Thresholds, burn_in: int) -> dict[str, Any]:
-    paths = price_paths(run.ticks, burn_in)
-    per: dict[str, list] = {k: [] for k in ("vol", "kurt", "mis", "rad", "rd")}
+SENSITIVITY_BUBBLE_GAPS = (0.03, 0.05, 0.08)  # protocol §5.1 sensitivity grid
+SENSITIVITY_CRASH_DROPS = (0.07, 0.10, 0.15)
+EPISODE_KEYS = ("n_bubbles", "bubble_share", "n_crashes", "crash_share")
+
+
+def burn_in_of(run: RunFiles) -> int:
+    return int((run.config.get("simulation") or {}).get("burn_in", 0))
+
+
+def episode_outcomes(run: RunFiles, th: Thresholds) -> dict[str, Any]:
+    """Bubble and crash episodes, summed (counts) or averaged (shares) over assets."""
     nb = nc = 0
     bshare, cshare = [], []
+    for p, v in price_paths(run.ticks, burn_in_of(run)).values():
+        b, bs = bubbles(p, v, th.bubble_gap, th.bubble_ticks)
+        c, cs = crashes(p, th.crash_drop, th.crash_ticks)
+        nb, nc = nb + b, nc + c
+        bshare.append(bs)
+        cshare.append(cs)
+    return {"n_bubbles": nb, "bubble_share": _mean(bshare) or 0.0,
+            "n_crashes": nc, "crash_share": _mean(cshare) or 0.0}
+
+
+def market_outcomes(run: RunFiles, th: Thresholds) -> dict[str, Any]:
+    burn_in = burn_in_of(run)
+    paths = price_paths(run.ticks, burn_in)
+    per: dict[str, list] = {k: [] for k in ("vol", "kurt", "mis", "rad", "rd")}
     for p, v in paths.values():
         r = log_returns(p)
         per["vol"].append(float(np.std(r, ddof=1)) if len(r) > 1 else None)
@@ -244,11 +266,6 @@ def market_outcomes(run: RunFiles, th: Thresholds, burn_in: int) -> dict[str, An
         scale = abs(float(np.mean(v))) if len(v) else 0.0
         per["rad"].append(float(np.mean(np.abs(p - v))) / scale if scale else None)
         per["rd"].append(float(np.mean(p - v)) / scale if scale else None)
-        b, bs = bubbles(p, v, th.bubble_gap, th.bubble_ticks)
-        c, cs = crashes(p, th.crash_drop, th.crash_ticks)
-        nb, nc = nb + b, nc + c
-        bshare.append(bs)
-        cshare.append(cs)
     post = run.ticks.filter(pl.col("tick") >= burn_in)
     spread = post["spread"].drop_nulls()
     volume = int(post["volume"].sum()) if post.height else 0
@@ -260,8 +277,7 @@ def market_outcomes(run: RunFiles, th: Thresholds, burn_in: int) -> dict[str, An
         "mispricing": _mean(per["mis"]), "rad": _mean(per["rad"]), "rd": _mean(per["rd"]),
         "mean_spread": float(spread.mean()) if len(spread) else None,
         "volume": volume, "turnover": volume / held if held > 0 else None,
-        "n_bubbles": nb, "bubble_share": _mean(bshare) or 0.0,
-        "n_crashes": nc, "crash_share": _mean(cshare) or 0.0,
+        **episode_outcomes(run, th),
         "ret_corr": None, "spillover_dy": None,
     }
     if len(paths) == 2:
@@ -323,9 +339,8 @@ def llm_outcomes(run: RunFiles) -> dict[str, Any]:
 def score(run: RunFiles, th: Thresholds | None = None) -> dict[str, Any]:
     """Every outcome of one run (definitions in the module docstring)."""
     th = th or Thresholds()
-    burn_in = int((run.config.get("simulation") or {}).get("burn_in", 0))
     shocks = run.manifest.get("shocks")
     if shocks is None:
         shocks = run.config.get("shocks") or []
-    return {**market_outcomes(run, th, burn_in), **shocks_outcomes(run.ticks, shocks),
+    return {**market_outcomes(run, th), **shocks_outcomes(run.ticks, shocks),
             **exchange_outcomes(run), **llm_outcomes(run)}

@@ -1,0 +1,52 @@
+"""``ma budget``: planned live decisions and USD of a design, before anything runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "budget", help="planned live decisions and USD per cell and tier",
+        description="Live LLM decisions and USD per cell, per tier and in total for DESIGN: "
+        "LLM slots x decisions per agent x seeds, priced at the design's planning rate (the "
+        "rate caps and tier budgets are checked at) and at config/prices.yaml for the given "
+        "tokens per decision. Validates the whole design first.")
+    p.add_argument("design", help="design YAML, e.g. config/designs/confirmatory.yaml")
+    p.add_argument("--tokens-in", type=int, default=760, help="input tokens per decision")
+    p.add_argument("--tokens-out", type=int, default=230, help="output tokens per decision")
+    p.add_argument("--tier", action="append", default=None, help="only this tier (repeatable)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from market_agents.budget import plan_design, render, tier_totals
+    from market_agents.design import load_design
+    from market_agents.errors import ConfigError
+
+    if args.tokens_in < 0 or args.tokens_out < 0:
+        raise ConfigError("--tokens-in and --tokens-out must be >= 0")
+    design = load_design(args.design)
+    cells = None
+    if args.tier:
+        unknown = [t for t in args.tier if t not in design.tiers]
+        if unknown:
+            raise ConfigError(f"--tier {unknown[0]}: not a tier of {args.design} "
+                              f"({', '.join(design.tiers)})")
+        cells = [c for t in args.tier for c in design.tiers[t]]
+    plans = plan_design(design, args.tokens_in, args.tokens_out, cells)
+    if args.json:
+        print(json.dumps({
+            "design": design.name, "tokens_in": args.tokens_in, "tokens_out": args.tokens_out,
+            "planning_usd_per_decision": design.planning.usd_per_decision,
+            "caps_use": "planning rate",
+            "cells": [p.to_dict() for p in plans], "tiers": tier_totals(plans),
+            "total": {"decisions": sum(p.decisions for p in plans),
+                      "usd": sum(p.usd for p in plans),
+                      "table_usd": sum(p.table_usd for p in plans)},
+            "budget": design.budget.model_dump()}, indent=1))
+    else:
+        print(render(design, plans, args.tokens_in, args.tokens_out))
+    return 0

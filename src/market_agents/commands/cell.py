@@ -1,0 +1,40 @@
+"""``ma cell``: one cell x seed of a design into its run directory (the simulate step)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "cell", help="run one cell x seed of a design into its run directory",
+        description="Build the config of CELL from DESIGN and run it with SEED into "
+        "results/runs/<design>/<cell>/seed<NNNN>/ (results/rehearsal/... with --mock). Live "
+        "cells always use a response cache (default results/cache/<design>.sqlite). Does not "
+        "score: `ma outcomes RUN_DIR` does.")
+    p.add_argument("design", help="design YAML")
+    p.add_argument("cell", help="cell name")
+    p.add_argument("--seed", type=int, required=True, help="one of the cell's seeds")
+    p.add_argument("--mock", action="store_true",
+                   help="rehearse: serve every live route by the mock with the same model ids")
+    p.add_argument("--cache", default=None, help="LLM response cache path")
+    p.add_argument("--results", default="results", help="results root (default results)")
+    p.add_argument("--any-seed", action="store_true", help="allow a seed not in the cell's list")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from market_agents.design import load_design
+    from market_agents.design_steps import simulate
+    from market_agents.errors import ConfigError
+
+    design = load_design(args.design)
+    cell = design.cell(args.cell)
+    design.cell_config(args.cell)  # an unavailable cell fails here, naming why
+    if args.seed not in cell.seeds and not args.any_seed:
+        raise ConfigError(f"--seed {args.seed}: not a seed of cell {args.cell!r} in "
+                          f"{args.design} ({cell.seeds[0]}..{cell.seeds[-1]}); "
+                          "--any-seed allows it")
+    out = simulate(design, args.cell, args.seed, args.mock, args.cache, args.results)
+    print(f"wrote {out}")
+    return 0

@@ -1,0 +1,49 @@
+"""``ma design``: run, score and gather every cell x seed of a design (resumable)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "design", help="run a whole design (resumable), then gather its outcomes",
+        description="Validate DESIGN, then run and score each cell x seed: cells served by "
+        "the mock in parallel processes (--workers), live cells one at a time through the "
+        "shared cache. A run whose outcomes.json exists is reused, so an interrupted design "
+        "resumes without re-calling anything. Ends with `ma gather`.")
+    p.add_argument("design", help="design YAML, e.g. config/designs/exploratory.yaml")
+    p.add_argument("--cells", nargs="+", default=None, help="only these cells")
+    p.add_argument("--max-seeds", type=int, default=None, help="only the first N seeds per cell")
+    p.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 1),
+                   help="processes for mock cells (ignored for live cells)")
+    p.add_argument("--cache", default=None,
+                   help="LLM response cache (default for live cells: "
+                   "results/cache/<design>.sqlite)")
+    p.add_argument("--mock", action="store_true",
+                   help="rehearse on the mock with the same model ids; results under "
+                   "results/rehearsal/")
+    p.add_argument("--results", default="results", help="results root (default results)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    import time
+
+    from market_agents.design import load_design
+    from market_agents.design_steps import run_design, write_gather
+    from market_agents.errors import ConfigError
+
+    if args.workers < 1 or (args.max_seeds is not None and args.max_seeds < 1):
+        raise ConfigError("--workers and --max-seeds must be >= 1")
+    design = load_design(args.design)
+    started = time.perf_counter()
+    counts = run_design(design, args.cells, args.max_seeds, args.workers, args.cache, args.mock,
+                        args.results, progress=False if args.quiet else None)
+    out = write_gather(design, args.mock, args.results, allow_missing=bool(
+        args.cells or args.max_seeds))
+    print(f"{design.name}: {counts['ran']} ran, {counts['scored']} scored, {counts['reused']} "
+          f"reused in {time.perf_counter() - started:.1f} s; wrote {out}")
+    return 0

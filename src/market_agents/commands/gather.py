@@ -1,0 +1,28 @@
+"""``ma gather``: every run's outcomes of a design into one parquet."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "gather", help="gather a design's outcomes.json files into outcomes.parquet",
+        description="Collect outcomes.json of every cell x seed of DESIGN into "
+        "results/runs/<design>/outcomes.parquet (results/rehearsal/... with --mock), one row "
+        "per run with design, cell, tier, seed, llm_share, treatment_* labels and config_hash.")
+    p.add_argument("design", help="design YAML, e.g. config/designs/exploratory.yaml")
+    p.add_argument("--mock", action="store_true", help="gather the mock rehearsal")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="skip runs without outcomes.json instead of failing")
+    p.add_argument("--results", default="results", help="results root (default results)")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from market_agents.design import load_design
+    from market_agents.design_steps import write_gather
+
+    out = write_gather(load_design(args.design), args.mock, args.results, args.allow_missing)
+    print(f"wrote {out}")
+    return 0

@@ -1,0 +1,64 @@
+"""``ma outcomes``: score one saved run into its outcomes.json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from market_agents.errors import ConfigError
+
+
+def parse_episode(value: str, flag: str) -> tuple[float, int]:
+    """``0.05:10`` -> (0.05, 10): a relative threshold and a tick count."""
+    level, sep, ticks = value.partition(":")
+    try:
+        out = float(level), int(ticks)
+    except ValueError:
+        raise ConfigError(f"{flag} {value!r}: expected LEVEL:TICKS, e.g. 0.05:10") from None
+    if not sep or not 0 < out[0] < 1 or out[1] < 1:
+        raise ConfigError(f"{flag} {value!r}: LEVEL must be in (0, 1) and TICKS >= 1")
+    return out
+
+
+def add_threshold_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bubble", default="0.05:10", metavar="GAP:TICKS",
+                   help="bubble: price >= GAP above V for >= TICKS ticks (default 0.05:10)")
+    p.add_argument("--crash", default="0.10:20", metavar="DROP:TICKS",
+                   help="crash: price >= DROP below its max of the last TICKS ticks "
+                   "(default 0.10:20)")
+    p.add_argument("--var-order", type=int, default=1, help="VAR order p of the DY spillover")
+    p.add_argument("--horizon", type=int, default=10, help="FEVD horizon H of the DY spillover")
+
+
+def thresholds(args: argparse.Namespace):
+    from market_agents.outcomes import Thresholds
+
+    gap, bticks = parse_episode(args.bubble, "--bubble")
+    drop, cticks = parse_episode(args.crash, "--crash")
+    if args.var_order < 1 or args.horizon < 1:
+        raise ConfigError("--var-order and --horizon must be >= 1")
+    return Thresholds(gap, bticks, drop, cticks, args.var_order, args.horizon)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "outcomes", help="score a saved run into outcomes.json",
+        description="Read only RUN_DIR's parquet files, manifest and config, compute every "
+        "outcome (definitions: market_agents.outcomes) and write RUN_DIR/outcomes.json "
+        "atomically.")
+    p.add_argument("run_dir",
+                   help="a run directory, e.g. results/runs/exploratory/share_25/seed0001")
+    add_threshold_args(p)
+    p.add_argument("--print", dest="show", action="store_true", help="also print the outcomes")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from market_agents.rundir import write_outcomes
+
+    out = write_outcomes(args.run_dir, thresholds(args))
+    if args.show:
+        print(json.dumps(out, indent=1, sort_keys=True))
+    else:
+        print(f"wrote {args.run_dir}/outcomes.json ({len(out)} values)")
+    return 0
