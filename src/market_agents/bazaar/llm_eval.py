@@ -1,0 +1,179 @@
+"""``ma bazaar eval``: play episodes with any provider of the LLM layer (mock included), through
+its cache, pricing and USD caps, and write transcripts, scores and a summary.
+
+Episodes advance in lockstep: each round sends one request per unfinished episode in one
+``complete_many`` batch, so the provider sees them concurrently and results come back in
+episode order. Every score is re-checked by replaying the transcript through the engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from market_agents.bazaar import mock_agent
+from market_agents.bazaar.anchors import HONEST_ANCHOR, run_policy
+from market_agents.bazaar.engine import BazaarEnv
+from market_agents.bazaar.play import MAX_MESSAGES_PER_TURN, replay
+from market_agents.bazaar.prompts import PROMPT_VERSION, prompt_id, system_prompt
+from market_agents.bazaar.tiers import Tier, eval_seeds, get_tier, train_seeds
+from market_agents.errors import ConfigError
+from market_agents.llm.types import LLMRequest, Message
+
+SCORE_KEYS = ("score", "reward", "format_bonus", "trade_bonus", "termination", "turns_played",
+              "trades", "illegal", "maker_fills", "realized_spread", "pickoffs", "pickoff_loss",
+              "bait_hits", "trigger_hits", "interest_paid", "margin_calls")
+
+
+def register_eval(bsub: argparse._SubParsersAction) -> None:
+    e = bsub.add_parser(
+        "eval",
+        help="play episodes with an LLM provider (mock, openai, anthropic, openai_compatible)",
+        description="Play SEEDS episodes of TIER with one model through the shared LLM layer "
+        "(cache, pricing, USD cap) and write transcripts.jsonl, scores.parquet and summary.json "
+        "to OUT. A cached run replays with zero calls.",
+    )
+    e.add_argument("--tier", required=True, help="tier name")
+    e.add_argument("--provider", required=True,
+                   help="mock, openai, anthropic or openai_compatible")
+    e.add_argument("--model", default=None, help="model id (priced in config/prices.yaml); "
+                   "default mock-trader for the mock")
+    e.add_argument("--seeds", type=int, default=20, help="episodes (default 20)")
+    e.add_argument("--split", choices=["eval", "train"], default="eval",
+                   help="eval: seeds from 1,000,000 (default); train: seeds from 0")
+    e.add_argument("--cache", default=None, help="response cache directory")
+    e.add_argument("--usd-cap", type=float, default=0.0,
+                   help="USD cap for the whole evaluation (required > 0 for live providers)")
+    e.add_argument("--base-url", default=None, help="openai_compatible server URL")
+    e.add_argument("--max-output-tokens", type=int, default=1024)
+    e.add_argument("--reasoning-effort", default=None,
+                   choices=["minimal", "low", "medium", "high"])
+    e.add_argument("--concurrency", type=int, default=16, help="concurrent requests")
+    e.add_argument("--out", required=True, help="output directory")
+    e.set_defaults(func=cmd_eval)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from market_agents.llm.client import LLMClient
+    from market_agents.llm.config import LLMConfig, ProviderSettings
+
+    tier = get_tier(args.tier)
+    if args.seeds < 1:
+        raise ConfigError(f"--seeds must be >= 1, got {args.seeds}")
+    model = args.model or ("mock-trader" if args.provider == "mock" else None)
+    if model is None:
+        raise ConfigError(f"--model is required for provider {args.provider!r}")
+    try:
+        llm = LLMConfig(
+            provider_mix={args.provider: 1.0}, models={args.provider: model},
+            usd_cap=args.usd_cap, max_concurrency=args.concurrency,
+            max_output_tokens=args.max_output_tokens, reasoning_effort=args.reasoning_effort,
+            providers={args.provider: ProviderSettings(base_url=args.base_url)}
+            if args.base_url else {},
+        )
+    except ValueError as exc:
+        raise ConfigError(f"ma bazaar eval: --provider/--model: {exc}") from None
+    mock_agent.register()
+    client = LLMClient.from_settings(llm, cache_path=args.cache)
+    seeds = eval_seeds(args.seeds) if args.split == "eval" else train_seeds(args.seeds)
+    try:
+        episodes = evaluate(client, tier, args.provider, model, seeds, llm)
+        usage = client.usage_summary()
+    finally:
+        client.close()
+    summary = write_outputs(Path(args.out), tier, args.provider, model, args.split, episodes,
+                            usage)
+    print(f"{tier.name} {args.provider}/{model}: mean score {summary['score']:.4f} "
+          f"(anchor {summary['anchor']} {summary['anchor_score']:.4f}), mean reward "
+          f"{summary['reward']:.4f}, illegal {summary['illegal']}, calls {usage['calls']}, "
+          f"cache hits {usage['cache_hits']}, usd {usage['usd_spent']:.4f} -> {args.out}")
+    return 0
+
+
+def evaluate(client, tier: Tier, provider: str, model: str, seeds: list[int], llm) -> list[dict]:
+    envs = {s: BazaarEnv(tier) for s in seeds}
+    system = system_prompt(tier)
+    chats: dict[int, list[Message]] = {}
+    episodes: dict[int, dict] = {}
+    for s, env in envs.items():
+        chats[s] = [Message("system", system), Message("user", env.reset(s))]
+        episodes[s] = {"messages": [], "calls": 0, "usd": 0.0, "invalid": 0, "stopped": None}
+    for _ in range(tier.horizon * MAX_MESSAGES_PER_TURN + 1):
+        live = [s for s in seeds if not envs[s].done and episodes[s]["stopped"] is None]
+        if not live:
+            break
+        requests = [
+            LLMRequest(provider=provider, model=model, messages=tuple(chats[s]),
+                       prompt_id=prompt_id(tier), prompt_version=PROMPT_VERSION,
+                       max_output_tokens=llm.max_output_tokens,
+                       reasoning_effort=llm.reasoning_effort, temperature=llm.temperature,
+                       agent=f"bazaar-{tier.name}-{s}")
+            for s in live
+        ]
+        results = client.complete_many(requests, where=f"bazaar {tier.name}")
+        for s, res in zip(live, results, strict=True):
+            ep = episodes[s]
+            ep["calls"] += 1
+            ep["usd"] += res.usd
+            if res.text is None:  # budget halt or failure after retries: no answer exists
+                ep["stopped"] = res.error_class or "failed"
+                continue
+            obs, _, done, info = envs[s].step(res.text)
+            ep["invalid"] += int(not info["legal"])
+            ep["messages"].append(res.text)
+            chats[s] += [Message("assistant", res.text), Message("user", obs)]
+    out = []
+    for s in seeds:
+        ep, env = episodes[s], envs[s]
+        # Replaying the recorded messages must reproduce the score; an episode cut short by
+        # the budget is scored as if the remaining turns passed.
+        rep = replay(tier, s, ep["messages"])
+        if env.done and abs(rep["reward"] - env.summary()["reward"]) > 1e-12:
+            raise AssertionError(f"bazaar replay mismatch on seed {s}")
+        out.append({"seed": s, **{k: rep[k] for k in SCORE_KEYS}, "truncated": rep["truncated"],
+                    "stopped": ep["stopped"], "calls": ep["calls"], "usd": ep["usd"],
+                    "invalid_messages": ep["invalid"], "messages": ep["messages"],
+                    "transcript": rep["transcript"]})
+    return out
+
+
+def write_outputs(out: Path, tier: Tier, provider: str, model: str, split: str,
+                  episodes: list[dict], usage: dict) -> dict:
+    import polars as pl
+
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "transcripts.jsonl.tmp", "w") as f:
+        for ep in episodes:
+            f.write(json.dumps({"tier": tier.name, "provider": provider, "model": model,
+                                "seed": ep["seed"], "messages": ep["messages"],
+                                "transcript": ep["transcript"]}, separators=(",", ":")) + "\n")
+    (out / "transcripts.jsonl.tmp").replace(out / "transcripts.jsonl")
+    rows = [{"tier": tier.name, "provider": provider, "model": model,
+             **{k: v for k, v in ep.items() if k not in ("messages", "transcript")}}
+            for ep in episodes]
+    pl.DataFrame(rows).write_parquet(out / "scores.parquet")
+    seeds = [ep["seed"] for ep in episodes]
+    anchor = HONEST_ANCHOR[tier.name]
+    anchor_eps = run_policy(tier.name, anchor, seeds)
+
+    def mean(key, eps=episodes):
+        return sum(e[key] for e in eps) / len(eps)
+
+    summary = {
+        "tier": tier.name, "provider": provider, "model": model, "split": split,
+        "prompt_version": PROMPT_VERSION, "episodes": len(episodes), "seeds": seeds,
+        "score": mean("score"), "reward": mean("reward"),
+        "score_min": min(e["score"] for e in episodes),
+        "illegal": sum(e["illegal"] for e in episodes),
+        "spam_ends": sum(e["termination"] == "spam" for e in episodes),
+        "defaults": sum(e["termination"] == "default" for e in episodes),
+        "stopped": sum(e["stopped"] is not None for e in episodes),
+        "anchor": anchor, "anchor_score": mean("score", anchor_eps),
+        "anchor_reward": mean("reward", anchor_eps),
+        "usage": usage,
+    }
+    tmp = out / "summary.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    tmp.replace(out / "summary.json")
+    return summary

@@ -1,0 +1,134 @@
+"""``ma bazaar``: the Bazaar dealer-market environment (anchors, exploit pass, one episode, LLM
+evaluation). Each subcommand writes its files under ``--out`` so a workflow rule can call it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from market_agents.errors import ConfigError
+
+
+def _tier_list(value: str) -> list[str]:
+    from market_agents.bazaar.tiers import TIERS, get_tier
+
+    if value == "all":
+        return list(TIERS)
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    for n in names:
+        get_tier(n)
+    return names
+
+
+def _seeds(n: int, arg: str = "--seeds") -> int:
+    if n < 1:
+        raise ConfigError(f"{arg} must be >= 1, got {n}")
+    return n
+
+
+def _write_json(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "bazaar",
+        help="Bazaar: a dealer-market environment for single LLM agents",
+        description="Bazaar: one agent trades one commodity against scripted quotes while a "
+        "seeded exogenous index sets fair value. Tiers: micro, hard (taker), maker_micro, "
+        "maker_easy (maker), credit_micro (margin). Evaluation seeds start at 1,000,000.",
+    )
+    bsub = p.add_subparsers(dest="bazaar_command", metavar="SUBCOMMAND", required=True)
+
+    a = bsub.add_parser(
+        "anchors",
+        help="scripted anchors over the eval split, next to the public figures",
+        description="Play every scripted anchor of each tier on the frozen evaluation seeds, print "
+        "mean scores next to the public Bazaar figures and check the orderings the environment "
+        "must show. Exit 1 if an ordering fails.",
+    )
+    a.add_argument("--tiers", default="all", help="comma-separated tiers or 'all' (default)")
+    a.add_argument("--seeds", type=int, default=20, help="evaluation seeds per tier (default 20)")
+    a.add_argument("--out", default=None, help="directory for anchors.json and anchors.parquet")
+    a.set_defaults(func=cmd_anchors)
+
+    x = bsub.add_parser(
+        "exploits",
+        help="deterministic reward farms against the tier's honest anchor",
+        description="Run the reward farms (self-trading, quote stuffing, bonus farming, loop "
+        "spamming, default lottery) on the evaluation seeds and compare their mean reward "
+        "(score + bonuses) with the tier's honest anchor. Exit 1 if a farm beats it.",
+    )
+    x.add_argument("--tier", required=True, help="tier name, comma-separated list, or 'all'")
+    x.add_argument("--seeds", type=int, default=20, help="evaluation seeds (default 20)")
+    x.add_argument("--out", default=None, help="directory for exploits_<tier>.json")
+    x.set_defaults(func=cmd_exploits)
+
+    e = bsub.add_parser(
+        "play",
+        help="play one episode with a scripted policy and print the transcript",
+        description="Play one episode of TIER with a scripted POLICY and print each message and "
+        "observation, then the score.",
+    )
+    e.add_argument("--tier", required=True, help="tier name")
+    e.add_argument("--policy", required=True,
+                   help="passive, honest, gambler, margin_taker, margin_gambler, tight, wide, "
+                   "vol_aware, avellaneda_stoikov")
+    e.add_argument("--seed", type=int, default=1_000_000, help="episode seed (default 1000000)")
+    e.add_argument("--out", default=None, help="write the transcript as JSONL here")
+    e.set_defaults(func=cmd_play)
+
+    from market_agents.bazaar.llm_eval import register_eval
+
+    register_eval(bsub)
+
+
+def cmd_anchors(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from market_agents.bazaar.anchors import anchors, format_table
+
+    rows, claims = anchors(_tier_list(args.tiers), _seeds(args.seeds))
+    print(format_table(rows, claims))
+    if args.out:
+        out = Path(args.out)
+        _write_json(out / "anchors.json", {"seeds": args.seeds, "rows": rows, "claims": claims})
+        pl.DataFrame(rows).write_parquet(out / "anchors.parquet")
+    return 0 if all(c["ok"] for c in claims) else 1
+
+
+def cmd_exploits(args: argparse.Namespace) -> int:
+    from market_agents.bazaar.exploits import exploit_pass, format_report
+
+    beaten = False
+    for tier in _tier_list(args.tier):
+        anchor, rows = exploit_pass(tier, _seeds(args.seeds))
+        print(format_report(anchor, rows))
+        print()
+        beaten |= any(r["beats"] for r in rows)
+        if args.out:
+            _write_json(Path(args.out) / f"exploits_{tier}.json",
+                        {"tier": tier, "seeds": args.seeds, "anchor": anchor, "farms": rows})
+    print("a farm BEATS its anchor" if beaten else "no farm beats its tier's honest anchor")
+    return 1 if beaten else 0
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    from market_agents.bazaar.play import play_policy
+
+    _tier_list(args.tier)
+    result = play_policy(args.tier, args.seed, args.policy)
+    lines = [json.dumps(r, separators=(",", ":")) for r in result["transcript"]]
+    for r in result["transcript"]:
+        print(f"> {r['message']}\n{r['observation']}")
+    print(f"score {result['score']:.4f}  reward {result['reward']:.4f}  "
+          f"end {result['termination']}")
+    if args.out:
+        path = Path(args.out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n")
+    return 0
