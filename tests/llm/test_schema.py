@@ -1,0 +1,81 @@
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from market_agents.llm import schema
+
+
+def _objects(node):
+    if isinstance(node, dict):
+        if node.get("type") == "object":
+            yield node
+        for v in node.values():
+            yield from _objects(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _objects(v)
+
+
+def test_schema_is_strict_everywhere():
+    s = schema.decision_schema()
+    objs = list(_objects(s))
+    assert objs, "the schema has no object"
+    for obj in objs:
+        assert obj["additionalProperties"] is False
+        assert sorted(obj["required"]) == sorted(obj["properties"])
+    assert set(s["properties"]) == {"action", "asset", "quantity", "order_type", "limit_price",
+                                    "message", "reason"}
+    # constraints both providers' strict modes reject are enforced after parsing instead
+    text = json.dumps(s)
+    for banned in ("minimum", "maximum", "maxLength", "title", "default"):
+        assert f'"{banned}"' not in text
+
+
+GOOD = {"action": "buy", "asset": 0, "quantity": 3, "order_type": "limit",
+        "limit_price": 471.5, "message": "", "reason": "below value"}
+
+
+def test_parse_good_decision():
+    d = schema.parse_decision(json.dumps(GOOD))
+    assert (d.action, d.quantity, d.limit_price) == ("buy", 3, 471.5)
+
+
+@pytest.mark.parametrize("change,match", [
+    ({"action": "short"}, "action"),
+    ({"quantity": -1}, "quantity"),
+    ({"quantity": schema.MAX_QTY + 1}, "quantity"),
+    ({"quantity": 0}, "needs quantity"),
+    ({"limit_price": None}, "needs limit_price"),
+    ({"extra": 1}, "extra"),
+    ({"message": "x" * (schema.MAX_TEXT + 1)}, "message"),
+])
+def test_schema_violations_are_invalid(change, match):
+    with pytest.raises(ValidationError, match=match):
+        schema.parse_decision(json.dumps(GOOD | change))
+
+
+def test_missing_field_and_malformed_json():
+    bad = dict(GOOD)
+    bad.pop("reason")
+    with pytest.raises(ValidationError, match="reason"):
+        schema.parse_decision(json.dumps(bad))
+    with pytest.raises(ValueError, match="Expecting|Unterminated|Extra data"):
+        schema.parse_decision(json.dumps(GOOD)[:20])
+    assert schema.error_class(ValueError("x")) == "invalid_json"
+
+
+@given(
+    action=st.sampled_from(["buy", "sell", "hold"]),
+    qty=st.integers(1, schema.MAX_QTY),
+    market=st.booleans(),
+    price=st.floats(0.01, 1e6, allow_nan=False),
+    msg=st.text(max_size=50),
+)
+def test_any_valid_decision_roundtrips(action, qty, market, price, msg):
+    d = schema.Decision(action=action, asset=0, quantity=qty,
+                        order_type="market" if market else "limit",
+                        limit_price=None if market else price, message=msg, reason="r")
+    assert schema.parse_decision(d.model_dump_json()) == d
