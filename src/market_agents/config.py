@@ -44,7 +44,8 @@ class FundamentalsConfig(_Strict):
 
     V moves by Gaussian steps (``sigma`` per tick, price units) and by hidden jumps: in each
     news period of ``news_interval`` ticks a jump N(0, jump_sigma) hits V with probability
-    ``jump_prob`` at a random tick of the period. V^pub is V as of the last news release, so it
+    ``jump_prob`` at a random tick of the period (Student-t with ``jump_df`` degrees of freedom,
+    scaled to standard deviation ``jump_sigma``: rare large news). V^pub is V as of the last news release, so it
     lags V by up to one period. Two assets share a common factor with ``factor_loading``.
     """
 
@@ -53,6 +54,9 @@ class FundamentalsConfig(_Strict):
     sigma: float = Field(default=0.35, ge=0)
     jump_prob: float = Field(default=0.2, ge=0, le=1)
     jump_sigma: float = Field(default=4.0, ge=0)
+    jump_df: float | None = Field(
+        default=3.0, gt=2, description="Student-t degrees of freedom of jumps; null: Gaussian"
+    )
     news_interval: int = Field(default=10, ge=1)
     factor_loading: list[float] | None = None
 
@@ -109,8 +113,8 @@ class PopulationConfig(_Strict):
     mix: MixConfig = Field(default_factory=MixConfig)
     initial_cash: float = Field(default=20_000.0, ge=0)
     initial_shares: int = Field(default=20, ge=0)
-    mm_initial_cash: float = Field(default=200_000.0, ge=0)
-    mm_initial_shares: int = Field(default=400, ge=0)
+    mm_initial_cash: float = Field(default=100_000.0, ge=0)
+    mm_initial_shares: int = Field(default=280, ge=0)
     slot_types: dict[int, ClassicalType] = Field(
         default_factory=dict, description="pin the classical type of given slots"
     )

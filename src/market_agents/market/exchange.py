@@ -159,7 +159,9 @@ class Exchange:
         if limit is not None:
             exposure = (acct.shares[a] + acct.committed_buy[a] if o.side == BUY
                         else acct.shares[a] - acct.committed_sell[a])
-            if abs(exposure + o.side * o.qty) > limit:
+            after = exposure + o.side * o.qty
+            # An order that brings the position back toward the limit is always allowed.
+            if abs(after) > limit and abs(after) > abs(exposure):
                 return "position_limit"
         ref = self.to_ticks(o.price) if o.price is not None else self._reference(a, o.side)
         if acct.leverage <= 1.0:

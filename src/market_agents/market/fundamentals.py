@@ -38,9 +38,13 @@ def draw_path(
     n_periods = -(-ticks // cfg.news_interval)
     jump_on = rng.random(n_periods) < cfg.jump_prob
     jump_at = rng.integers(0, cfg.news_interval, size=n_periods)
-    jump_size = _loaded(
-        rng.standard_normal(n_periods), rng.standard_normal((n, n_periods)), loading
-    )
+    if cfg.jump_df is None:
+        common, idio = rng.standard_normal(n_periods), rng.standard_normal((n, n_periods))
+    else:  # unit-variance Student-t: fat-tailed news
+        scale = np.sqrt((cfg.jump_df - 2) / cfg.jump_df)
+        common = rng.standard_t(cfg.jump_df, n_periods) * scale
+        idio = rng.standard_t(cfg.jump_df, (n, n_periods)) * scale
+    jump_size = _loaded(common, idio, loading)
 
     increments = cfg.sigma * steps
     increments[:, 0] = 0.0
