@@ -172,3 +172,15 @@ def test_episodes_are_scale_free(ratios, scale):
     v = np.full(len(p), 100.0)
     assert bubbles(p, v, 0.05, 3) == bubbles(p * scale, v * scale, 0.05, 3)
     assert crashes(p, 0.1, 5) == crashes(p * scale, 0.1, 5)
+
+
+def test_placebo_ignores_news_the_price_follows(tmp_path):
+    v = np.full(600, 100.0)
+    v[470:] = 104.0  # unrelated news after the placebo; the price follows V
+    shocks = [{"time": 450, "kind": "placebo", "size": 0.0}]
+    out = score_run(make_run(tmp_path / "r", v.copy(), v, shocks=shocks))
+    assert out["placebo_move"] == pytest.approx(0.0, abs=1e-12)
+    p = v.copy()
+    p[455:] *= 1.03  # a 3 % reaction to nothing
+    assert score_run(make_run(tmp_path / "s", p, v, shocks=shocks))["placebo_move"] == \
+        pytest.approx(0.03)

@@ -25,7 +25,8 @@ Outcome definitions (keys of ``score``):
   k >= 0 until (P_{s+k} - P_pre) * sign(J) >= |J| / 2, P_pre = mean P over [s - 10, s); null if
   never (before the next shock or the end). ``shock_priced_share``:
   (mean P over (s+40, s+60] - P_pre) / J. Prices of asset 0.
-- ``placebo_move``: for the first ``placebo`` shock at s: (mean P over (s+40, s+60] / P_pre) - 1.
+- ``placebo_move``: for the first ``placebo`` shock at s, the move of the price relative to V
+  (so V's own news does not count): mean(P/V) over (s+40, s+60] / mean(P/V) over [s-10, s) - 1.
 - ``n_halts`` (manifest halts), ``halted_ticks`` (ticks with any asset halted), ``reject_ratio``
   (rejected / submitted limit and market orders; cancels excluded).
 - ``ret_corr``: Pearson correlation of the two assets' log returns; ``spillover_dy``: Diebold &
@@ -144,25 +145,26 @@ def crashes(p: np.ndarray, drop: float, window: int) -> tuple[int, float]:
 PRE, POST_FROM, POST_TO = 10, 40, 60
 
 
-def shock_response(full_p: np.ndarray, ticks: np.ndarray, time: int, size: float,
+def shock_response(p: np.ndarray, v: np.ndarray, ticks: np.ndarray, time: int, size: float,
                    until: int) -> dict[str, float | int | None]:
-    """Half-pricing time and priced share of a jump of ``size`` at ``time`` (see docstring)."""
-    pre = full_p[(ticks >= time - PRE) & (ticks < time)]
-    post = full_p[(ticks > time + POST_FROM) & (ticks <= time + POST_TO)]
-    if len(pre) == 0:
+    """Half-pricing time, priced share and P/V move around a shock at ``time`` (see docstring)."""
+    pre_m = (ticks >= time - PRE) & (ticks < time)
+    post_m = (ticks > time + POST_FROM) & (ticks <= time + POST_TO)
+    if not pre_m.any():
         return {"half_ticks": None, "priced_share": None, "move": None}
-    base = float(pre.mean())
+    base = float(p[pre_m].mean())
     half = None
     if size != 0:
         after = (ticks >= time) & (ticks < until)
-        gained = (full_p[after] - base) * np.sign(size)
-        hits = np.nonzero(gained >= abs(size) / 2)[0]
+        hits = np.nonzero((p[after] - base) * np.sign(size) >= abs(size) / 2)[0]
         half = int(ticks[after][hits[0]] - time) if len(hits) else None
-    post_mean = float(post.mean()) if len(post) else None
+    if not post_m.any():
+        return {"half_ticks": half, "priced_share": None, "move": None}
+    ratio = p / v
     return {
         "half_ticks": half,
-        "priced_share": (post_mean - base) / size if size and post_mean is not None else None,
-        "move": post_mean / base - 1.0 if post_mean is not None else None,
+        "priced_share": (float(p[post_m].mean()) - base) / size if size else None,
+        "move": float(ratio[post_m].mean() / ratio[pre_m].mean()) - 1.0,
     }
 
 
@@ -176,6 +178,7 @@ def shocks_outcomes(ticks: pl.DataFrame, shocks: list[dict[str, Any]]) -> dict[s
                  .fill_null(pl.col("mid_price"))).to_series()
     keep = p.is_not_null()
     tk, pv = t["tick"].filter(keep).to_numpy(), p.filter(keep).to_numpy().astype(float)
+    vv = t["fundamental"].filter(keep).to_numpy().astype(float)
     times = sorted(int(s["time"]) for s in shocks)
     for kind in ("fundamental_jump", "placebo"):
         first = next((s for s in sorted(shocks, key=lambda s: s["time"])
@@ -184,7 +187,7 @@ def shocks_outcomes(ticks: pl.DataFrame, shocks: list[dict[str, Any]]) -> dict[s
             continue
         s_time = int(first["time"])
         until = next((x for x in times if x > s_time), int(tk.max()) + 1 if len(tk) else s_time)
-        r = shock_response(pv, tk, s_time, float(first.get("size") or 0.0), until)
+        r = shock_response(pv, vv, tk, s_time, float(first.get("size") or 0.0), until)
         if kind == "fundamental_jump":
             out["shock_half_ticks"], out["shock_priced_share"] = r["half_ticks"], r["priced_share"]
         else:
