@@ -1,0 +1,108 @@
+"""The ``verifiers`` adapter: ``load_environment(tier=..., num_train_examples=...,
+num_eval_examples=...)`` returns a ``vf.MultiTurnEnv`` over the Bazaar engine.
+
+Needs the optional extra (``uv sync --extra bazaar``; ``verifiers>=0.3.0,<0.4``, since 0.4
+removed ``MultiTurnEnv``). The engine never imports this module. Live play steps a
+:class:`BazaarEnv` kept in the rollout state, but the reward does not trust it: it replays the
+assistant messages of the finished transcript through a fresh engine, so the reward is a pure
+function of (tier, seed, messages), whatever happened during the rollout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from market_agents.bazaar.engine import BazaarEnv
+from market_agents.bazaar.play import MAX_MESSAGES_PER_TURN, replay
+from market_agents.bazaar.prompts import system_prompt
+from market_agents.bazaar.tiers import Tier, eval_seeds, get_tier, train_seeds
+
+
+def _content(message: Any) -> tuple[str | None, str]:
+    role = message.get("role") if isinstance(message, dict) else getattr(message, "role", None)
+    content = (message.get("content") if isinstance(message, dict)
+               else getattr(message, "content", None))
+    if isinstance(content, list):  # content parts
+        content = "".join(
+            (p.get("text", "") if isinstance(p, dict) else getattr(p, "text", "") or "")
+            for p in content
+        )
+    return role, content or ""
+
+
+def assistant_messages(completion: Any) -> list[str]:
+    if isinstance(completion, str):
+        return [completion]
+    return [text for role, text in map(_content, completion or []) if role == "assistant"]
+
+
+def replay_completion(tier: str, seed: int, completion: Any) -> dict:
+    return replay(tier, seed, assistant_messages(completion))
+
+
+def _rows(tier: Tier, seeds: list[int]) -> list[dict]:
+    rows = []
+    for s in seeds:
+        env = BazaarEnv(tier)
+        rows.append({"question": env.reset(s), "answer": "",
+                     "info": {"tier": tier.name, "seed": s}})
+    return rows
+
+
+def load_environment(tier: str = "micro", num_train_examples: int = 1000,
+                     num_eval_examples: int = 20, **kwargs):
+    """Train rows use seeds 0.., eval rows the frozen split from 1,000,000."""
+    import verifiers as vf
+    from datasets import Dataset
+
+    t = get_tier(tier)
+
+    class BazaarMultiTurnEnv(vf.MultiTurnEnv):
+        async def setup_state(self, state, **kw):
+            info = state["info"]
+            env = BazaarEnv(get_tier(info["tier"]))
+            env.reset(int(info["seed"]))
+            state["bazaar"] = env
+            return state
+
+        async def env_response(self, messages, state, **kw):
+            env: BazaarEnv = state["bazaar"]
+            _, text = _content(messages[-1])
+            obs, _, done, _ = env.step(text)
+            response = [vf.UserMessage(content=obs)]
+            if done:
+                state["final_env_response"] = response
+            return response
+
+        @vf.cleanup
+        async def drop_engine(self, state):
+            state.pop("bazaar", None)
+
+    def _replayed(completion, info) -> dict:
+        return replay_completion(info["tier"], int(info["seed"]), completion)
+
+    def bazaar_reward(completion, info, **kw) -> float:
+        return float(_replayed(completion, info)["reward"])
+
+    def bazaar_score(completion, info, **kw) -> float:
+        return float(_replayed(completion, info)["score"])
+
+    def format_bonus(completion, info, **kw) -> float:
+        return float(_replayed(completion, info)["format_bonus"])
+
+    rubric = vf.Rubric(funcs=[bazaar_reward, bazaar_score, format_bonus],
+                       weights=[1.0, 0.0, 0.0])
+    train = Dataset.from_list(_rows(t, train_seeds(num_train_examples))) \
+        if num_train_examples > 0 else None
+    evalset = Dataset.from_list(_rows(t, eval_seeds(num_eval_examples))) \
+        if num_eval_examples > 0 else None
+    return BazaarMultiTurnEnv(
+        dataset=train,
+        eval_dataset=evalset,
+        system_prompt=system_prompt(t),
+        rubric=rubric,
+        max_turns=t.horizon * MAX_MESSAGES_PER_TURN + 1,
+        env_id=f"bazaar-{t.name}",
+        env_args={"tier": t.name},
+        **kwargs,
+    )

@@ -1,0 +1,138 @@
+"""The verifiers adapter, for real: a ``vf.MultiTurnEnv`` evaluated against a local
+OpenAI-compatible stub server on 127.0.0.1 started by the test. Needs the ``bazaar`` extra
+(``uv sync --all-extras``, as CI does)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+vf = pytest.importorskip(
+    "verifiers", reason="verifiers not installed: install the extra with uv sync --extra bazaar"
+)
+
+from market_agents.bazaar.play import play, replay  # noqa: E402
+from market_agents.bazaar.verifiers_env import (  # noqa: E402
+    assistant_messages,
+    load_environment,
+)
+
+
+def reply(state_text: str) -> str:
+    """Unreadable on the very first attempt of an episode (exercises the illegal path), then
+    trade real edges one unit at a time with some prose around the command."""
+    obs = json.loads(state_text[state_text.index("{"):])
+    if obs["turn"] == 0 and obs["last"] == "episode start":
+        return "Let me look at the book first."
+    if obs["ask"] < obs["index"]:
+        return f"The ask {obs['ask']} is below the index, so: buy 1"
+    if obs["bid"] > obs["index"] and obs["inventory"] > 0:
+        return f"The bid {obs['bid']} is above the index.\nsell 1"
+    return "Nothing mispriced; I could buy but I will pass"
+
+
+class StubServer:
+    def __init__(self):
+        self.requests = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests += 1
+                users = [m for m in body["messages"] if m["role"] == "user"]
+                content = users[-1]["content"]
+                if isinstance(content, list):
+                    content = "".join(p.get("text", "") for p in content)
+                text = reply(content)
+                payload = json.dumps({
+                    "id": f"chatcmpl-{server.requests}", "object": "chat.completion",
+                    "created": 0, "model": body.get("model", "stub"),
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                }).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _act(state: dict) -> str:
+    return reply(json.dumps(state))
+
+
+@pytest.fixture(scope="module")
+def evaluation():
+    import os
+
+    from verifiers.types import ClientConfig
+
+    env = load_environment(tier="micro", num_train_examples=2, num_eval_examples=3)
+    os.environ.setdefault("BAZAAR_STUB_KEY", "not-a-real-key")
+    with StubServer() as server:
+        config = ClientConfig(api_base_url=server.url, api_key_var="BAZAAR_STUB_KEY",
+                              max_retries=0, timeout=60)
+        out = env.evaluate_sync(client=config, model="stub", num_examples=3,
+                                rollouts_per_example=1)
+        requests = server.requests
+    return env, out["outputs"], requests
+
+
+def test_load_environment_is_a_multiturn_env_with_train_and_eval_splits():
+    env = load_environment(tier="maker_micro", num_train_examples=4, num_eval_examples=2)
+    assert isinstance(env, vf.MultiTurnEnv)
+    train, evalset = env.get_dataset(), env.get_eval_dataset()
+    assert [r["seed"] for r in train["info"]] == [0, 1, 2, 3]
+    assert [r["seed"] for r in evalset["info"]] == [1_000_000, 1_000_001]
+    assert "quote BP BQ AP AQ" in train[0]["prompt"][0]["content"]
+
+
+def test_evaluation_against_stub_server_matches_engine(evaluation):
+    _, outputs, requests = evaluation
+    assert len(outputs) == 3
+    # one illegal first attempt plus ten turns per episode
+    assert requests == 3 * 11
+    for o in outputs:
+        seed = int(o["info"]["seed"])
+        expected = play("micro", seed, _act)
+        assert o["reward"] == pytest.approx(expected["reward"], abs=1e-12)
+        assert o["metrics"]["bazaar_score"] == pytest.approx(expected["score"], abs=1e-12)
+        assert o["reward"] > 1.2  # traded, kept the format bonus (the first illegal is free)
+
+
+def test_reward_is_a_replay_of_the_transcript(evaluation):
+    _, outputs, _ = evaluation
+    o = outputs[0]
+    messages = assistant_messages(o["completion"])
+    assert len(messages) == 11 and messages[0] == "Let me look at the book first."
+    assert replay("micro", int(o["info"]["seed"]), messages)["reward"] == o["reward"]
+
+
+def test_unknown_tier_is_a_config_error():
+    from market_agents.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown bazaar tier 'mega'"):
+        load_environment(tier="mega")
