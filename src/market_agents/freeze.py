@@ -144,3 +144,38 @@ def verify(freeze: dict[str, Any], config_hash: str, package_root: Path = PACKAG
         raise FreezeError(f"{where} no longer matches: {'; '.join(changed)}. Confirmatory runs "
                           "refuse to start: restore the frozen code/design, or record a "
                           "deviation and re-freeze (`snakemake freeze` after removing the file)")
+
+
+# --- from a design ----------------------------------------------------------------------------
+
+
+def base_config_hash(design) -> str:
+    """config_hash of the confirmatory base: the design's base config with its design-level
+    overrides (cells' own overrides excluded)."""
+    from market_agents.config import apply_overrides, config_hash, validate
+
+    data = apply_overrides(design.base, design.overrides, str(design.path))
+    return config_hash(validate(data, f"{design.path}: base"))
+
+
+def design_facts(design) -> dict[str, Any]:
+    from market_agents.budget import plan_design
+
+    cells = {}
+    for p in plan_design(design):
+        if p.unavailable:
+            continue
+        c = design.cell(p.cell)
+        cells[p.cell] = {"tier": p.tier, "overrides": c.overrides, "seeds": p.seeds,
+                         "models": sorted(p.by_model), "live_decisions": p.decisions,
+                         "planned_usd": round(p.usd, 6)}
+    return {"name": design.name, "path": str(design.path), "config_hash": base_config_hash(design),
+            "cells": cells, "budgets": dict(design.budget.tiers)}
+
+
+def default_thresholds() -> dict[str, Any]:
+    from dataclasses import asdict
+
+    from market_agents.outcomes import Thresholds
+
+    return asdict(Thresholds())

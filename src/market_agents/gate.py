@@ -8,11 +8,14 @@ run directories and writes ``results/manifests/budget/<design>_<tier>.json``.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from market_agents.errors import BudgetExceeded
+from market_agents.design import Design, run_dir
+from market_agents.errors import BudgetExceeded, ConfigError
 
 # Protocol §5.3: T6 → T5 → T3 (share_75/100 first) → T4 poslimit → T2 mini_25 → T4 others;
 # T1 last and never below ``t1_min_seeds``. A group is (tier, cells or None = every cell).
@@ -179,3 +182,75 @@ def _by_cell(runs: Iterable[RunPlan]) -> dict[str, list[int]]:
 
 def is_approved(manifest: dict, cell: str, seed: int) -> bool:
     return seed in manifest.get("approved", {}).get(cell, [])
+
+
+# --- reading designs and run directories ------------------------------------------------------
+
+NO_TIER = "all"
+
+
+def recorded_usd(run: Path) -> float | None:
+    """USD a finished run recorded (``llm_usd`` of outcomes.json, else the manifest's
+    ``llm_usage.usd``); None when the run has not finished."""
+    outcomes, manifest = run / "outcomes.json", run / "manifest.json"
+    if outcomes.exists():
+        return float(json.loads(outcomes.read_text()).get("llm_usd") or 0.0)
+    if manifest.exists():
+        usage = json.loads(manifest.read_text()).get("llm_usage") or {}
+        return float(usage.get("usd") or 0.0)
+    return None
+
+
+def design_runs(design: Design, results: Path = Path("results")) -> list[RunPlan]:
+    from market_agents.budget import run_plans
+
+    rows = []
+    for r in run_plans(design):
+        tier = NO_TIER if r["tier"] == "-" else r["tier"]
+        spent = recorded_usd(run_dir(design.name, r["cell"], r["seed"], root=results))
+        rows.append(RunPlan(tier, r["cell"], r["seed"], round(r["decisions"]), r["usd"], spent))
+    return rows
+
+
+def project_spent(results: Path = Path("results")) -> float:
+    """Recorded live spend of every design (rehearsals excluded: they live apart)."""
+    total = 0.0
+    for run in sorted((results / "runs").glob("*/*/seed*")):
+        usd = recorded_usd(run)
+        total += usd or 0.0
+    return total
+
+
+def check_keys(design: Design, cells: list[str], where: str) -> None:
+    """A live tier needs its provider keys before the gate approves anything."""
+    from market_agents.llm.providers.registry import api_key, load_env
+
+    load_env()
+    for cell in cells:
+        llm = design.cell_config(cell).population.llm
+        for route in llm.routes():
+            kind = llm.kind(route)
+            if kind == "mock":
+                continue
+            try:
+                api_key(kind, route, llm.settings(route))
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"budget gate {where}: cell {cell!r}: {exc}. Or rehearse the same cells on "
+                    "the mock first (snakemake rehearse_<tier>)"
+                ) from None
+
+
+def reconcile_tier(design: Design, tier: str, results: Path = Path("results")) -> dict:
+    runs = [r for r in design_runs(design, results) if r.tier == tier]
+    planned = sum(r.usd for r in runs if r.done)
+    spent = sum(r.spent_usd or 0.0 for r in runs)
+    return {
+        "design": design.name,
+        "tier": tier,
+        "runs_done": sum(r.done for r in runs),
+        "runs_planned": len(runs),
+        "planned_usd": round(planned, 6),
+        "spent_usd": round(spent, 6),
+        "spent_over_plan": round(spent / planned, 4) if planned else None,
+    }

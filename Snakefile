@@ -1,0 +1,41 @@
+# market_agents: the experiment protocol (WP 27 §2–§6) as one Snakemake workflow.
+#   snakemake --cores 8 exploratory      Phase 5a mock design (free)
+#   snakemake -n tier_T1                 dry run: live jobs, planned decisions and USD
+#   snakemake --cores 8 tier_T1          live tier (budget gate, freeze check, api=1)
+# Targets and files: README "Workflow"; rules live in rules/*.smk and call `ma`.
+
+from market_agents.workflow_config import validate_workflow_config
+
+
+configfile: "config/workflow.yaml"
+
+
+WF = validate_workflow_config(config)
+
+
+wildcard_constraints:
+    kind=r"runs|rehearsal",
+    design=r"[A-Za-z0-9_]+",
+    cell=r"[A-Za-z0-9_]+",
+    seed=r"[0-9][0-9][0-9][0-9]+",
+    tier=r"T[0-9]+|all",
+
+
+include: "rules/common.smk"
+include: "rules/simulate.smk"
+include: "rules/outcomes.smk"
+include: "rules/budget.smk"
+include: "rules/pilot.smk"
+include: "rules/freeze.smk"
+include: "rules/sensitivity.smk"
+include: "rules/targets.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        rules.exploratory.input,
+        rules.sigma.input,
+        sensitivity_file(WF.exploratory),
+        "results/dag/protocol.svg",

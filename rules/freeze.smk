@@ -1,0 +1,14 @@
+# Phase 6: the freeze. A deliberate, one-time step after reviewing the pilot: its inputs are
+# ancient and its output protected, and `ma freeze` refuses to overwrite an existing freeze.
+
+
+rule freeze:
+    input:
+        pilot=ancient("results/manifests/pilot.json"),
+        design=ancient(design_file(WF.confirmatory)),
+    output:
+        freeze=protected("results/manifests/freeze.json"),
+    log:
+        "results/logs/freeze.log",
+    shell:
+        "ma freeze create {input.design} --pilot {input.pilot} --out {output.freeze} > {log} 2>&1"

@@ -1,0 +1,29 @@
+# Score each run from its saved files, then gather a design into outcomes.parquet.
+
+
+rule outcomes:
+    input:
+        manifest="results/{kind}/{design}/{cell}/seed{seed}/manifest.json",
+        ticks="results/{kind}/{design}/{cell}/seed{seed}/ticks.parquet",
+    output:
+        outcomes="results/{kind}/{design}/{cell}/seed{seed}/outcomes.json",
+    log:
+        "results/logs/outcomes/{kind}/{design}/{cell}/seed{seed}.log",
+    params:
+        run=run_path,
+    shell:
+        "ma outcomes {params.run} > {log} 2>&1"
+
+
+rule gather:
+    input:
+        outcomes=design_outcomes,
+    output:
+        parquet="results/{kind}/{design}/outcomes.parquet",
+    log:
+        "results/logs/gather/{kind}/{design}.log",
+    params:
+        design=design_yaml,
+        mock=mock_flag,
+    shell:
+        "ma gather {params.design} {params.mock} > {log} 2>&1"

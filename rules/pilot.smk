@@ -1,0 +1,15 @@
+# Phase 5b: the live pilot's manifest (cost, validity, latency, σ̂_d table, pass/fail).
+
+
+rule pilot_manifest:
+    input:
+        outcomes=gathered(WF.pilot),
+        spent=spent_path(WF.pilot, NO_TIER),
+    output:
+        manifest="results/manifests/pilot.json",
+    log:
+        "results/logs/pilot.log",
+    params:
+        design=design_file(WF.pilot),
+    shell:
+        "ma pilot {params.design} --outcomes {input.outcomes} --out {output.manifest} > {log} 2>&1"

@@ -1,0 +1,27 @@
+# The DAG figure for the protocol appendix (SVG + Mermaid), and a clear error for unknown targets.
+
+
+rule dag:
+    output:
+        dot="results/dag/protocol.dot",
+        svg="results/dag/protocol.svg",
+        mermaid="results/dag/protocol.mmd",
+    log:
+        "results/logs/dag.log",
+    params:
+        snakefile=workflow.main_snakefile,
+    shell:
+        "snakemake -s {params.snakefile} --nolock --quiet all --rulegraph protocol"
+        " > {output.dot} 2> {log}"
+        " && ma dag {output.dot} --svg {output.svg} --mermaid {output.mermaid} >> {log} 2>&1"
+
+
+rule unknown_target:
+    input:
+        unknown_target,
+    output:
+        "{name}",
+    wildcard_constraints:
+        name=r"[^/.]+",
+    shell:
+        "false"

@@ -1,0 +1,14 @@
+# Re-score saved ticks over the threshold grid (no re-simulation).
+
+
+rule sensitivity_grid:
+    input:
+        outcomes="results/runs/{design}/outcomes.parquet",
+    output:
+        parquet="results/runs/{design}/sensitivity.parquet",
+    log:
+        "results/logs/sensitivity/{design}.log",
+    params:
+        design=design_yaml,
+    shell:
+        "ma sensitivity {params.design} > {log} 2>&1"

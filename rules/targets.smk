@@ -1,0 +1,110 @@
+# The protocol's targets. Tiers run in order: the gate of a tier waits for the reconciled spend
+# of the earlier live tiers. `rehearse_*` run the same cells on the mock (same model ids and
+# price table) under results/rehearsal/.
+
+
+rule exploratory:
+    input:
+        gathered(WF.exploratory),
+
+
+rule sigma:
+    input:
+        gathered(WF.sigma),
+
+
+rule pilot:
+    input:
+        "results/manifests/pilot.json",
+
+
+rule tier_T1:
+    input:
+        tier_target(WF.confirmatory, "T1"),
+
+
+rule tier_T2:
+    input:
+        tier_target(WF.confirmatory, "T2"),
+
+
+rule tier_T3:
+    input:
+        tier_target(WF.confirmatory, "T3"),
+
+
+rule tier_T4:
+    input:
+        tier_target(WF.confirmatory, "T4"),
+
+
+rule tier_T5:
+    input:
+        tier_target(WF.confirmatory, "T5"),
+
+
+rule tier_T6:
+    input:
+        tier_target(WF.confirmatory, "T6"),
+
+
+rule confirmatory:
+    input:
+        gathered(WF.confirmatory),
+        [spent_path(WF.confirmatory, t) for t in live_tiers(WF.confirmatory)],
+
+
+rule sensitivity:
+    input:
+        sensitivity_file(WF.confirmatory),
+
+
+rule rehearse_pilot:
+    input:
+        gathered(WF.pilot, mock=True),
+
+
+rule rehearse_T1:
+    input:
+        outcome_files(WF.confirmatory, "T1", mock=True),
+
+
+rule rehearse_T2:
+    input:
+        outcome_files(WF.confirmatory, "T2", mock=True),
+
+
+rule rehearse_T3:
+    input:
+        outcome_files(WF.confirmatory, "T3", mock=True),
+
+
+rule rehearse_T4:
+    input:
+        outcome_files(WF.confirmatory, "T4", mock=True),
+
+
+rule rehearse_T5:
+    input:
+        outcome_files(WF.confirmatory, "T5", mock=True),
+
+
+rule rehearse_T6:
+    input:
+        outcome_files(WF.confirmatory, "T6", mock=True),
+
+
+rule rehearse_confirmatory:
+    input:
+        gathered(WF.confirmatory, mock=True),
+
+
+# Everything the protocol produces, in order; `make dag` draws this target's rule graph.
+rule protocol:
+    input:
+        rules.exploratory.input,
+        rules.sigma.input,
+        rules.pilot.input,
+        "results/manifests/freeze.json",
+        rules.confirmatory.input,
+        rules.sensitivity.input,

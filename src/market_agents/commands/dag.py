@@ -1,0 +1,43 @@
+"""``ma dag``: render a Snakemake rule graph (DOT text) to SVG and Mermaid."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from market_agents.dagrender import mermaid, parse_dot, render_svg
+from market_agents.errors import ConfigError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "dag",
+        help="render `snakemake --rulegraph` output to SVG and Mermaid",
+        description="Read DOT text (a file, or - for stdin) from `snakemake TARGET --rulegraph` "
+        "or `--dag` and write an SVG (Graphviz when installed, else a built-in layered layout) "
+        "and a Mermaid flowchart. `make dag` runs the whole chain.",
+    )
+    p.add_argument("dot", help="DOT file, or - for stdin")
+    p.add_argument("--svg", type=Path, required=True, help="SVG file to write")
+    p.add_argument("--mermaid", type=Path, help="Mermaid (.mmd) file to write")
+    p.add_argument("--engine", choices=["auto", "dot", "builtin"], default="auto",
+                   help="auto: Graphviz if installed (default)")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.dot == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            text = Path(args.dot).read_text()
+        except OSError as exc:
+            raise ConfigError(f"{args.dot}: cannot read ({exc.strerror})") from None
+    nodes, edges = parse_dot(text)
+    args.svg.parent.mkdir(parents=True, exist_ok=True)
+    args.svg.write_text(render_svg(text, args.engine))
+    if args.mermaid:
+        args.mermaid.write_text(mermaid(nodes, edges))
+    print(f"{args.svg}: {len(nodes)} nodes, {len(edges)} edges")
+    return 0

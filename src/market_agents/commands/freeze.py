@@ -1,0 +1,61 @@
+"""``ma freeze``: write the freeze before the first confirmatory call, or verify it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from market_agents.errors import ConfigError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "freeze",
+        help="write or verify results/manifests/freeze.json",
+        description="`create` records the git revision, SHA-256 of llm/prompting.py, "
+        "llm/schema.py and outcomes.py, the confirmatory design (config_hash, cells, seeds, "
+        "tier budgets, model ids and prices), thresholds and the sensitivity grid, the pilot's "
+        "sigma_d table and the MDE per cell. It never overwrites a freeze. `verify` fails when a "
+        "frozen file or the confirmatory config_hash changed.",
+    )
+    fsub = p.add_subparsers(dest="freeze_command", metavar="ACTION", required=True)
+    c = fsub.add_parser("create", help="write the freeze")
+    c.add_argument("design", help="confirmatory design YAML")
+    c.add_argument("--pilot", type=Path, default=Path("results/manifests/pilot.json"))
+    c.add_argument("--out", type=Path, default=Path("results/manifests/freeze.json"))
+    c.set_defaults(func=_create)
+    v = fsub.add_parser("verify", help="check the freeze against the code and design now")
+    v.add_argument("design", help="confirmatory design YAML")
+    v.add_argument("--freeze", type=Path, default=Path("results/manifests/freeze.json"))
+    v.set_defaults(func=_verify)
+
+
+def _create(args: argparse.Namespace) -> int:
+    import yaml
+
+    from market_agents.design import load_design
+    from market_agents.freeze import FreezeError, build, default_thresholds, design_facts
+
+    if args.out.exists():
+        raise FreezeError(f"{args.out} exists: a freeze is written once. To re-freeze, record "
+                          "the deviation, then delete the file deliberately")
+    if not args.pilot.exists():
+        raise ConfigError(f"{args.pilot} does not exist: run `snakemake pilot` first")
+    design = load_design(args.design)
+    pilot = json.loads(args.pilot.read_text())
+    prices = yaml.safe_load(design.prices_path.read_text()) or {}
+    freeze = build(design_facts(design), pilot, prices, default_thresholds())
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(freeze, indent=2, sort_keys=True) + "\n")
+    print(f"froze {design.name} at {freeze['git']['commit']} -> {args.out}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from market_agents.design import load_design
+    from market_agents.freeze import base_config_hash, load, verify
+
+    verify(load(args.freeze), base_config_hash(load_design(args.design)), where=str(args.freeze))
+    print(f"{args.freeze}: matches the code and {args.design}")
+    return 0

@@ -1,0 +1,135 @@
+"""``ma gate``: the budget gate before live runs (approve), the per-job check (check) and the
+reconciliation of spend after a tier (reconcile)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from market_agents.errors import BudgetExceeded, ConfigError
+
+RESULTS = Path("results")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "gate",
+        help="budget gate: approve a design/tier's live runs, check one, reconcile spend",
+        description="The workflow's budget gate (protocol §1, §5.3). `approve` plans a tier's "
+        "live spend, adds what finished runs recorded, refuses over the tier budget, the pilot "
+        "cap or the project cap, applies the order of sacrifice after an overrun and writes "
+        "results/manifests/budget/<design>_<tier>.json. `check` is run by every live job. "
+        "`reconcile` records a tier's spend against its plan.",
+    )
+    gsub = p.add_subparsers(dest="gate_command", metavar="ACTION", required=True)
+
+    a = gsub.add_parser("approve", help="approve the live runs of one design/tier")
+    a.add_argument("design", help="design YAML")
+    a.add_argument("--tier", required=True, help="tier name (T1…T6), or 'all' for a design "
+                   "without tiers")
+    a.add_argument("--out", type=Path, required=True, help="budget manifest to write")
+    a.add_argument("--project-cap", type=float, default=40.0, help="USD, all live spend")
+    a.add_argument("--pilot-cap", type=float, default=None, help="USD; set for the pilot design")
+    a.add_argument("--freeze", type=Path, default=None,
+                   help="require this freeze file to exist and match (confirmatory design)")
+    a.add_argument("--tolerance", type=float, default=0.10,
+                   help="spend over plan that triggers the order of sacrifice (default 0.10)")
+    a.add_argument("--t1-min-seeds", type=int, default=8, help="T1 cells keep at least this")
+    a.add_argument("--results", type=Path, default=RESULTS, help="results root")
+    a.set_defaults(func=_approve)
+
+    c = gsub.add_parser("check", help="fail unless a run is approved (and the freeze holds)")
+    c.add_argument("manifest", type=Path, help="budget manifest written by `approve`")
+    c.add_argument("--cell", required=True)
+    c.add_argument("--seed", type=int, required=True)
+    c.set_defaults(func=_check)
+
+    r = gsub.add_parser("reconcile", help="record a tier's spend against its plan")
+    r.add_argument("design", help="design YAML")
+    r.add_argument("--tier", required=True)
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--results", type=Path, default=RESULTS, help="results root")
+    r.set_defaults(func=_reconcile)
+
+
+def _write(path: Path, data: dict) -> None:
+    from market_agents.rundir import write_json_atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, data)
+
+
+def _verify_freeze(path: Path, design_path: str) -> None:
+    from market_agents.design import load_design
+    from market_agents.freeze import base_config_hash, load, verify
+
+    verify(load(path), base_config_hash(load_design(design_path)), where=str(path))
+
+
+def _approve(args: argparse.Namespace) -> int:
+    from market_agents.design import load_design
+    from market_agents.gate import Caps, approve, check_keys, design_runs, project_spent
+
+    design = load_design(args.design)
+    where = f"{design.name}/{args.tier}"
+    runs = design_runs(design, args.results)
+    mine = [r for r in runs if r.tier == args.tier]
+    if not mine:
+        tiers = sorted({r.tier for r in runs})
+        raise ConfigError(f"{args.design}: no cells in tier {args.tier!r} (tiers: "
+                          f"{', '.join(tiers)})")
+    if args.freeze is not None:
+        _verify_freeze(args.freeze, args.design)
+    check_keys(design, sorted({r.cell for r in mine if r.decisions > 0 and not r.done}), where)
+    pilot_cap = args.pilot_cap
+    if pilot_cap is not None and design.budget.cap_usd is not None:
+        pilot_cap = min(pilot_cap, design.budget.cap_usd)
+    caps = Caps(
+        tier_budget_usd=design.budget.tiers.get(args.tier),
+        pilot_cap_usd=pilot_cap,
+        project_cap_usd=args.project_cap,
+        project_spent_usd=project_spent(args.results),
+        tolerance=args.tolerance,
+        t1_min_seeds=args.t1_min_seeds,
+    )
+    manifest = approve(design.name, args.tier, runs, caps)
+    manifest["design_file"] = str(args.design)
+    manifest["freeze"] = str(args.freeze) if args.freeze else None
+    _write(args.out, manifest)
+    plan = manifest["plan"]
+    print(f"budget gate {where}: approved {plan['live_runs']} live runs, "
+          f"{plan['decisions']:,} decisions, {plan['usd']:.2f} USD planned; "
+          f"spent so far {manifest['spent_usd']['project']:.2f} USD of the "
+          f"{args.project_cap:.2f} USD project cap; cut {len(manifest['cut'])} runs -> {args.out}")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from market_agents.gate import is_approved
+
+    if not args.manifest.exists():
+        raise ConfigError(f"{args.manifest} does not exist: run the budget gate first "
+                          "(snakemake runs it before any live job)")
+    manifest = json.loads(args.manifest.read_text())
+    if not is_approved(manifest, args.cell, args.seed):
+        raise BudgetExceeded(
+            f"{args.manifest}: {args.cell} seed {args.seed} is not approved (cut by the order "
+            "of sacrifice, or added after the gate ran). Re-run snakemake: the target then "
+            "requests only approved runs and the gate re-approves a changed design"
+        )
+    if manifest.get("freeze"):
+        _verify_freeze(Path(manifest["freeze"]), manifest["design_file"])
+    print(f"approved: {manifest['design']}/{args.cell} seed {args.seed}")
+    return 0
+
+
+def _reconcile(args: argparse.Namespace) -> int:
+    from market_agents.design import load_design
+    from market_agents.gate import reconcile_tier
+
+    record = reconcile_tier(load_design(args.design), args.tier, args.results)
+    _write(args.out, record)
+    print(f"{record['design']}/{record['tier']}: spent {record['spent_usd']:.4f} USD against "
+          f"{record['planned_usd']:.4f} USD planned for {record['runs_done']} runs -> {args.out}")
+    return 0

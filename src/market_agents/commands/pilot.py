@@ -1,0 +1,47 @@
+"""``ma pilot``: the pilot manifest from the pilot design's gathered outcomes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from market_agents.errors import ConfigError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "pilot",
+        help="write results/manifests/pilot.json (cost, validity, sigma_d, pass/fail)",
+        description="Summarize the live pilot (protocol §4): total USD, tokens per decision, "
+        "latency, validity and failure rates, cache-hit share, realized LLM order and volume "
+        "shares, the SD of paired differences vs share_0 for every primary outcome, and "
+        "pass/fail per criterion (validity >= 80 %, failures <= 10 %, cost per decision within "
+        "±30 % of 0.0005 USD, no budget halts).",
+    )
+    p.add_argument("design", help="pilot design YAML")
+    p.add_argument("--outcomes", type=Path, default=None,
+                   help="gathered outcomes.parquet (default: the design's)")
+    p.add_argument("--out", type=Path, default=Path("results/manifests/pilot.json"))
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from market_agents.design import design_dir, load_design, run_dir
+    from market_agents.pilot import summarize
+
+    design = load_design(args.design)
+    path = args.outcomes or design_dir(design.name) / "outcomes.parquet"
+    if not path.exists():
+        raise ConfigError(f"{path} does not exist: run `snakemake pilot` (or `ma gather`) first")
+    outcomes = pl.read_parquet(path)
+    dirs = [run_dir(design.name, c, s) for c, s in design.runs()]
+    summary = {"design": design.name, **summarize(outcomes, dirs)}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    failed = [k for k, c in summary["criteria"].items() if not c["pass"]]
+    print(f"pilot {design.name}: {summary['total_usd']:.4f} USD, {summary['decisions']:,} "
+          f"decisions, {'PASS' if summary['pass'] else 'FAIL: ' + ', '.join(failed)} -> {args.out}")
+    return 0

@@ -1,0 +1,100 @@
+"""Render Snakemake's ``--rulegraph``/``--dag`` DOT output to SVG and Mermaid for the protocol
+appendix. Uses Graphviz ``dot`` when it is installed; otherwise a small layered layout written
+here, so the figure builds on a machine without Graphviz."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from html import escape
+
+from market_agents.errors import ConfigError
+
+_NODE = re.compile(r'^\s*(\d+)\s*\[\s*label\s*=\s*"((?:[^"\\]|\\.)*)"', re.M)
+_EDGE = re.compile(r"^\s*(\d+)\s*->\s*(\d+)", re.M)
+
+
+def parse_dot(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    nodes = {i: label.replace("\\n", " ").replace('\\"', '"') for i, label in _NODE.findall(text)}
+    edges = [(a, b) for a, b in _EDGE.findall(text) if a in nodes and b in nodes]
+    if not nodes:
+        raise ConfigError("the DAG text has no nodes: is it the output of "
+                          "`snakemake --rulegraph` (and did snakemake print an error instead)?")
+    return nodes, edges
+
+
+def mermaid(nodes: dict[str, str], edges: list[tuple[str, str]]) -> str:
+    lines = ["flowchart TB"]
+    lines += [f'    n{i}["{label}"]' for i, label in sorted(nodes.items(), key=lambda kv: int(kv[0]))]
+    lines += [f"    n{a} --> n{b}" for a, b in edges]
+    return "\n".join(lines) + "\n"
+
+
+def _layers(nodes: dict[str, str], edges: list[tuple[str, str]]) -> dict[str, int]:
+    """Longest path from a source, so every edge points down."""
+    layer = {n: 0 for n in nodes}
+    for _ in range(len(nodes)):  # Bellman-Ford style relaxation; DAGs converge
+        changed = False
+        for a, b in edges:
+            if layer[b] < layer[a] + 1:
+                layer[b] = layer[a] + 1
+                changed = True
+        if not changed:
+            break
+    return layer
+
+
+def layered_svg(nodes: dict[str, str], edges: list[tuple[str, str]]) -> str:
+    layer = _layers(nodes, edges)
+    rows: dict[int, list[str]] = {}
+    for n in sorted(nodes, key=lambda n: (layer[n], nodes[n])):
+        rows.setdefault(layer[n], []).append(n)
+    char_w, box_h, gap_x, gap_y, pad = 7.5, 28, 24, 56, 20
+    width = {n: max(60.0, char_w * len(nodes[n]) + 16) for n in nodes}
+    row_w = {r: sum(width[n] for n in ns) + gap_x * (len(ns) - 1) for r, ns in rows.items()}
+    total_w = max(row_w.values()) + 2 * pad
+    pos: dict[str, tuple[float, float]] = {}
+    for r, ns in rows.items():
+        x = pad + (total_w - 2 * pad - row_w[r]) / 2
+        for n in ns:
+            pos[n] = (x, pad + r * (box_h + gap_y))
+            x += width[n] + gap_x
+    total_h = pad * 2 + len(rows) * box_h + (len(rows) - 1) * gap_y
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w:.0f}" height="{total_h:.0f}" '
+        f'viewBox="0 0 {total_w:.0f} {total_h:.0f}" font-family="sans-serif" font-size="12">',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" '
+        'markerHeight="8" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
+    ]
+    for a, b in edges:
+        (xa, ya), (xb, yb) = pos[a], pos[b]
+        out.append(
+            f'<line x1="{xa + width[a] / 2:.1f}" y1="{ya + box_h:.1f}" x2="{xb + width[b] / 2:.1f}" '
+            f'y2="{yb:.1f}" stroke="#555" marker-end="url(#arrow)"/>'
+        )
+    for n, (x, y) in pos.items():
+        out.append(
+            f'<g><title>{escape(nodes[n])}</title><rect x="{x:.1f}" y="{y:.1f}" '
+            f'width="{width[n]:.1f}" height="{box_h}" rx="6" fill="#eef3fb" stroke="#3465a4"/>'
+            f'<text x="{x + width[n] / 2:.1f}" y="{y + box_h / 2 + 4:.1f}" '
+            f'text-anchor="middle">{escape(nodes[n])}</text></g>'
+        )
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def render_svg(dot_text: str, engine: str = "auto") -> str:
+    """SVG of the graph: Graphviz when ``engine`` is ``dot`` or ``auto`` and it is installed."""
+    nodes, edges = parse_dot(dot_text)
+    if engine in ("dot", "auto") and shutil.which("dot"):
+        done = subprocess.run(["dot", "-Tsvg"], input=dot_text, capture_output=True, text=True,
+                              timeout=120)
+        if done.returncode == 0 and "<svg" in done.stdout:
+            return done.stdout
+        if engine == "dot":
+            raise ConfigError(f"graphviz dot failed: {done.stderr.strip()[:300]}")
+    elif engine == "dot":
+        raise ConfigError("graphviz `dot` is not installed (apt-get install graphviz), or use "
+                          "--engine builtin")
+    return layered_svg(nodes, edges)
