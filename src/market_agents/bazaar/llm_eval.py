@@ -73,7 +73,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
             if args.base_url else {},
         )
     except ValueError as exc:
-        raise ConfigError(f"ma bazaar eval: --provider/--model: {exc}") from None
+        errors = getattr(exc, "errors", None)
+        msg = errors()[0]["msg"] if errors else str(exc)
+        raise ConfigError(f"--provider {args.provider!r} / --model {model!r}: {msg}") from None
     mock_agent.register()
     client = LLMClient.from_settings(llm, cache_path=args.cache)
     seeds = eval_seeds(args.seeds) if args.split == "eval" else train_seeds(args.seeds)
