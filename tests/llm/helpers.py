@@ -24,7 +24,8 @@ def snapshot(tick: int = 5, mid: float = 470.5, vpub: float = 475.0, shares: int
 
 
 def decision_request(route: str = "mock", kind: str = "mock", model: str = "mock-trader",
-                     agent: str = "slot1", tick: int = 5, **kw) -> LLMRequest:
+                     agent: str = "slot1", tick: int = 5, timeout_s: float | None = None,
+                     **kw) -> LLMRequest:
     return LLMRequest(
         provider=kind, model=model,
         messages=prompting.build_messages(snapshot(tick=tick, **kw)),
@@ -32,7 +33,7 @@ def decision_request(route: str = "mock", kind: str = "mock", model: str = "mock
         prompt_id=prompting.prompt_id("single", "default"),
         prompt_version=prompting.PROMPT_VERSION, reasoning_effort="low",
         agent=agent, route=route, extra={"mock_seed": 1} if kind == "mock" else {},
-        timeout_s=5.0,
+        timeout_s=timeout_s,
     )
 
 

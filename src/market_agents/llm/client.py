@@ -91,6 +91,7 @@ class LLMClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._sems: dict[str, asyncio.Semaphore] = {}
+        self.sleep = asyncio.sleep  # the backoff wait (tests record it instead)
 
     # --- construction ---------------------------------------------------------------------
 
@@ -205,7 +206,7 @@ class LLMClient:
                     if exc.error_class == "auth":
                         raise ProviderAuthError(f"provider {route!r}: {exc}") from None
                     if provider.is_retryable(exc) and attempts <= policy.max_retries:
-                        await asyncio.sleep(policy.delay(attempts - 1, exc.retry_after))
+                        await self.sleep(policy.delay(attempts - 1, exc.retry_after))
                         continue
                     self.counts["calls"] += attempts
                     return self._entry(req, None, exc.error_class, attempts,

@@ -103,7 +103,7 @@ class FakeAPI:
     def __init__(self, port: int = 0, latency_s: float = 0.0, jitter_s: float = 0.0,
                  faults: list[str] | None = None, first_attempt_fail_rate: float = 0.0,
                  retry_after_s: float = 0.01, hang_s: float = 3.0, seed: int = 0,
-                 log_path: str | Path | None = None):
+                 log_path: str | Path | None = None, valid_keys: set[str] | None = None):
         for f in faults or []:
             if f not in FAULTS:
                 raise ValueError(f"unknown fault {f!r}; known: {FAULTS}")
@@ -113,9 +113,9 @@ class FakeAPI:
         self.retry_after_s, self.hang_s = retry_after_s, hang_s
         self.rng = random.Random(seed)
         self.log_path = Path(log_path) if log_path else None
+        self.valid_keys = valid_keys  # None: any non-empty key is accepted
         self.requests: list[dict[str, Any]] = []
         self.seen: Counter[str] = Counter()
-        self.cache_keys: set[str] = set()
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self.httpd.daemon_threads = True
@@ -127,7 +127,8 @@ class FakeAPI:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> FakeAPI:
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,),
+                                       daemon=True)
         self.thread.start()
         return self
 
@@ -163,14 +164,14 @@ class FakeAPI:
                 with self.log_path.open("a") as fh:
                     fh.write(json.dumps(entry, sort_keys=True) + "\n")
 
-    def usage(self, path: str, body: dict[str, Any]) -> dict[str, int]:
+    def usage(self, path: str, body: dict[str, Any], digest: bytes) -> dict[str, int]:
+        """Synthetic usage. A provider's prompt cache depends on arrival order; here a cacheable
+        request (prompt_cache_key, or a cache_control system prompt) reads the cache with a
+        probability drawn from its own body, so usage too is independent of arrival order."""
         system, user = _texts(body)
         n_system, n_user = max(1, len(system) // 4), max(1, len(user) // 4)
         key = body.get("prompt_cache_key") or (system if path.endswith("/messages") else "")
-        with self.lock:
-            cached = bool(key) and key in self.cache_keys
-            if key:
-                self.cache_keys.add(key)
+        cached = bool(key) and digest[20] % 5 != 0
         return {"system": n_system, "user": n_user, "cached": n_system if cached else 0,
                 "written": 0 if cached or not key else n_system, "output": 60, "reasoning": 20}
 
@@ -182,8 +183,9 @@ def _error_body(path: str, status: int, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "code": None, "param": None}}
 
 
-def _ok_body(api: FakeAPI, path: str, body: dict[str, Any], text: str, refusal: bool) -> dict:
-    u = api.usage(path, body)
+def _ok_body(api: FakeAPI, path: str, body: dict[str, Any], text: str, refusal: bool,
+             digest: bytes) -> dict:
+    u = api.usage(path, body, digest)
     model = body.get("model", "")
     if path.endswith("/responses"):
         part = ({"type": "refusal", "refusal": text} if refusal
@@ -247,8 +249,16 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 self._send(400, json.dumps(_error_body(path, 400, "body is not JSON")).encode())
                 return
+            key = self.headers.get("x-api-key") or self.headers.get("Authorization", "")
+            key = key.removeprefix("Bearer ").strip()
             fault, delay, digest = api.plan(path, raw)
-            entry = {"path": path, "body": body, "fault": fault, "t": time.time()}
+            # the key itself is never logged: only whether one came, and whether it was accepted
+            entry = {"path": path, "body": body, "fault": fault, "t": time.time(),
+                     "auth": "present" if key else "missing"}
+            if not key or (api.valid_keys is not None and key not in api.valid_keys):
+                api.record(entry | {"status": 401})
+                self._send(401, json.dumps(_error_body(path, 401, "invalid api key")).encode())
+                return
             if not path.endswith(("/responses", "/messages", "/chat/completions")):
                 api.record(entry | {"status": 404})
                 self._send(404, json.dumps(_error_body(path, 404, "no such route")).encode())
@@ -276,7 +286,7 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
             refusal = fault == "refusal"
             if refusal:
                 text = "I can't help with trading decisions."
-            self._send(200, json.dumps(_ok_body(api, path, body, text, refusal)).encode())
+            self._send(200, json.dumps(_ok_body(api, path, body, text, refusal, digest)).encode())
 
     return Handler
 
