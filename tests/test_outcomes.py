@@ -127,22 +127,27 @@ def test_exchange_outcomes(tmp_path):
 
 def test_llm_outcomes(tmp_path):
     dec = pl.DataFrame({
-        "tick": [50, 70, 90, 110], "slot": [0, 0, 0, 0], "valid": [True, True, False, None],
-        "error_class": [None, None, "invalid", "timeout"], "cache_hit": [True, False, False, False],
-        "tokens_in": [760] * 4, "tokens_out": [230] * 4, "tokens_reasoning": [100] * 4,
-        "usd": [0.00044] * 4}, schema=LLM_DECISION_COLUMNS)
+        "tick": [50, 70, 90, 110, 130], "slot": [0] * 5,
+        "valid": [True, True, False, None, None],
+        "error_class": [None, None, "schema", "timeout", "budget_halt"],
+        "cache_hit": [True, False, False, False, False],
+        "tokens_in": [760] * 3 + [0] * 2, "tokens_out": [230] * 3 + [0] * 2,
+        "tokens_reasoning": [100] * 3 + [0] * 2, "usd": [0.00044] * 3 + [0.0] * 2},
+        schema=LLM_DECISION_COLUMNS)
+    usage = {"usd_spent": 0.00088, "budget_halt_events": [{"scope": "run"}]}
     out = score_run(make_run(tmp_path / "r", np.full(100, 100.0), decisions=dec,
-                             manifest_extra={"llm_usage": {"budget_halted": True}}))
+                             manifest_extra={"llm_usage": usage}))
     assert out["llm_share_traders"] == 0.25 and out["n_llm_agents"] == 1
     assert out["llm_order_share"] == pytest.approx(1 / 3)
     assert out["llm_volume_share"] == pytest.approx(3 / 8)
-    assert out["n_llm_decisions"] == 4 and out["llm_decisions_per_agent"] == 4
-    assert out["llm_valid_rate"] == pytest.approx(2 / 3)  # undecided (null) rows do not count
-    assert out["llm_failure_rate"] == pytest.approx(0.25)
-    assert out["llm_cached_hits"] == 0.25
-    assert (out["llm_tokens_in"], out["llm_tokens_out"]) == (3040, 920)
-    assert out["llm_usd"] == pytest.approx(0.00176)
-    assert out["llm_budget_halts"] == 1
+    assert out["n_llm_decisions"] == 5 and out["llm_decisions_per_agent"] == 5
+    assert out["llm_valid_rate"] == pytest.approx(2 / 3)  # unanswered rows do not count
+    assert out["llm_failure_rate"] == pytest.approx(1 / 5)  # the timeout, not the halt
+    assert out["llm_cached_hits"] == 0.25  # of the 4 decisions sent
+    assert (out["llm_tokens_in"], out["llm_tokens_out"]) == (2280, 690)
+    assert out["llm_usd"] == pytest.approx(0.00132)
+    assert out["llm_usd_spent"] == pytest.approx(0.00088)
+    assert (out["llm_budget_halts"], out["llm_budget_halt_events"]) == (1, 1)
 
 
 def test_no_llm_rates_are_null(tmp_path):

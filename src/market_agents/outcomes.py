@@ -36,10 +36,12 @@ Outcome definitions (keys of ``score``):
   and market orders; ``llm_volume_share``: LLM side of traded quantity,
   sum(qty * (buyer_llm + seller_llm)) / (2 * sum qty); ``n_llm_agents``, ``n_llm_decisions``,
   ``llm_decisions_per_agent``; ``llm_valid_rate``: valid / decisions that got an answer;
-  ``llm_failure_rate``: decisions whose call failed (an ``error_class`` other than an invalid
-  answer) / decisions; ``llm_cached_hits``: share of decisions served from the cache;
-  ``llm_tokens_in``/``_out``/``_reasoning``; ``llm_usd``; ``llm_budget_halts``: 1 when the run
-  hit its usd_cap, else 0. LLM rates are null without LLM decisions.
+  ``llm_failure_rate``: decisions sent but never answered (call failed after retries) /
+  decisions; ``llm_cached_hits``: cache hits / decisions sent (1.0 on a cache replay);
+  ``llm_tokens_in``/``_out``/``_reasoning``; ``llm_usd``: priced cost of the recorded answers;
+  ``llm_usd_spent``: USD this execution paid (manifest; 0 for cache hits and the mock);
+  ``llm_budget_halts``: decisions a USD cap stopped; ``llm_budget_halt_events``: cap hits
+  (manifest). LLM rates are null without LLM decisions.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-INVALID_ERRORS = frozenset({"invalid", "schema", "parse", "invalid_json", "invalid_answer"})
+# error_class of a decision the LLM layer never sent: a USD cap stopped it, or a decision cap.
+BLOCKED = ("budget_halt", "decision_cap")
 
 
 @dataclass(frozen=True)
@@ -322,15 +325,19 @@ def llm_outcomes(run: RunFiles) -> dict[str, Any]:
         "llm_decisions_per_agent": n_dec / n_llm if n_llm else None,
         "llm_valid_rate": None, "llm_failure_rate": None, "llm_cached_hits": None,
         "llm_tokens_in": 0, "llm_tokens_out": 0, "llm_tokens_reasoning": 0, "llm_usd": 0.0,
-        "llm_budget_halts": int(bool(usage.get("budget_halted") or usage.get("budget_halts"))),
+        "llm_usd_spent": float(usage.get("usd_spent") or 0.0),
+        "llm_budget_halts": 0, "llm_budget_halt_events": len(usage.get("budget_halt_events") or []),
     }
     if n_dec:
         err = dec["error_class"].fill_null("")
-        failed = (err != "") & ~err.is_in(list(INVALID_ERRORS))
+        sent = ~err.is_in(list(BLOCKED))
+        failed = sent & dec["valid"].is_null()
         out.update({
-            "llm_valid_rate": float(dec["valid"].mean()),
+            "llm_valid_rate": float(dec["valid"].mean()) if dec["valid"].null_count() < n_dec
+            else None,
             "llm_failure_rate": float(failed.mean()),
-            "llm_cached_hits": float(dec["cache_hit"].mean()),
+            "llm_cached_hits": float(dec["cache_hit"].filter(sent).mean()) if sent.any() else None,
+            "llm_budget_halts": int((err == "budget_halt").sum()),
             "llm_tokens_in": int(dec["tokens_in"].sum()),
             "llm_tokens_out": int(dec["tokens_out"].sum()),
             "llm_tokens_reasoning": int(dec["tokens_reasoning"].sum()),
