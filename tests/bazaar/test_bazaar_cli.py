@@ -28,11 +28,11 @@ def test_exploits_writes_report(tmp_path, capsys):
 
 
 def test_play_prints_transcript(tmp_path, capsys):
-    path = tmp_path / "t.jsonl"
     assert main(["bazaar", "play", "--tier", "maker_micro", "--policy", "vol_aware",
-                 "--out", str(path)]) == 0
+                 "--out", str(tmp_path)]) == 0
     assert "> quote" in capsys.readouterr().out
-    assert len(path.read_text().splitlines()) == 10
+    assert len((tmp_path / "transcript.jsonl").read_text().splitlines()) == 10
+    assert json.loads((tmp_path / "summary.json").read_text())["policy"] == "vol_aware"
 
 
 @pytest.mark.parametrize("argv, message", [

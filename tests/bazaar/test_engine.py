@@ -219,3 +219,22 @@ def test_replay_pads_a_truncated_transcript_with_pass():
 def test_unknown_tier_is_config_error():
     with pytest.raises(ConfigError, match="unknown bazaar tier 'nano'"):
         BazaarEnv("nano")
+
+
+def test_trigger_hunting_posts_just_inside_a_revealed_threshold_before_an_adverse_step():
+    t = replace(get_tier("maker_micro"), vol=5.0, trigger=1.0, edge_prob=0.5, bait=0.0)
+    hits = 0
+    for seed in range(30):
+        sc = draw(t, seed)
+        r = play_policy(t, seed, "honest")
+        hits += r["trigger_hits"]
+        env = BazaarEnv(t)
+        env.reset(seed)
+        for row in r["transcript"]:
+            q = env.scripted
+            if q["trigger"] == "buy":
+                edge = env.revealed["buy"]
+                assert q["ask"] == pytest.approx(env.index - edge, abs=0.011)
+                assert sc.index[env.t + 1] < q["ask"]  # the step more than wipes the edge out
+            env.step(row["message"])
+    assert hits > 0

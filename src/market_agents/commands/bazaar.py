@@ -79,7 +79,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="passive, honest, gambler, margin_taker, margin_gambler, tight, wide, "
                    "vol_aware, avellaneda_stoikov")
     e.add_argument("--seed", type=int, default=1_000_000, help="episode seed (default 1000000)")
-    e.add_argument("--out", default=None, help="write the transcript as JSONL here")
+    e.add_argument("--out", default=None,
+                   help="directory for transcript.jsonl and summary.json")
     e.set_defaults(func=cmd_play)
 
     from market_agents.bazaar.llm_eval import register_eval
@@ -128,7 +129,9 @@ def cmd_play(args: argparse.Namespace) -> int:
     print(f"score {result['score']:.4f}  reward {result['reward']:.4f}  "
           f"end {result['termination']}")
     if args.out:
-        path = Path(args.out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(lines) + "\n")
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "transcript.jsonl").write_text("\n".join(lines) + "\n")
+        _write_json(out / "summary.json",
+                    {k: v for k, v in result.items() if k != "transcript"})
     return 0
