@@ -92,3 +92,17 @@ def test_anthropic_dry_run_is_priced_but_on_the_mock(table):
     haiku = by_cell(table, "haiku_25")
     assert (haiku["treatment_provider"] == "anthropic-mock").all()
     assert (haiku["llm_usd"] > 0).all()  # priced from the table under the Claude id
+
+
+def test_share_100_rehearsal_has_95_llm_traders(tmp_path):
+    """The confirmatory share_100 cell, rehearsed on the mock: market makers stay classical."""
+    design = load_design(EXPLORATORY.parent / "confirmatory.yaml")
+    counts = run_design(design, cells=["share_100"], max_seeds=1, mock=True, root=tmp_path,
+                        progress=False)
+    assert counts["ran"] == 1
+    row = pl.read_parquet(write_gather(design, mock=True, root=tmp_path,
+                                       allow_missing=True)).row(0, named=True)
+    assert row["llm_share_traders"] == pytest.approx(0.95)
+    assert 27 <= row["llm_decisions_per_agent"] <= 28
+    assert row["llm_usd_spent"] == 0.0 and row["llm_usd"] > 0  # priced, never paid
+    assert not (tmp_path / "runs").exists()

@@ -14,6 +14,7 @@ from market_agents.cli import main as ma
 from market_agents.design import load_design, run_dir
 from market_agents.design_steps import (
     MissingRuns,
+    StaleRun,
     gather,
     run_design,
     sensitivity,
@@ -61,6 +62,13 @@ def test_mock_rehearsal_of_a_live_design_resumes(tmp_path):
     again = run_design(design, workers=1, mock=True, root=root, progress=False)
     assert again == {"ran": 0, "scored": 1, "reused": 3}
     assert json.loads((run / "outcomes.json").read_text()) == out
+    # a design edited after the runs were made is not silently mixed with them
+    edited = yaml.safe_load(design.path.read_text())
+    edited["overrides"]["population.llm.memory"] = 3
+    design.path.write_text(yaml.safe_dump(edited))
+    with pytest.raises(StaleRun, match=r"share_25/seed0001: made from another config"):
+        run_design(load_design(design.path), cells=["share_25"], workers=1, mock=True,
+                   root=root, progress=False)
 
 
 def test_ma_cell_then_outcomes_then_gather(tmp_path, monkeypatch, capsys):

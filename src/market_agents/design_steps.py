@@ -35,6 +35,10 @@ class MissingRuns(MarketAgentsError):
     """A gather found runs of the design without outcomes."""
 
 
+class StaleRun(MarketAgentsError):
+    """A saved run was made from a config the design no longer gives."""
+
+
 def run_cache(design: Design, cell: str, cache: str | Path | None, mock: bool,
               root: Path | str = RESULTS) -> Path | None:
     """Live cells always go through a cache (default: the design's), so no answer is bought
@@ -64,15 +68,28 @@ def complete(path: Path) -> bool:
     return (path / "manifest.json").exists()
 
 
+def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path) -> None:
+    """A saved run is reused only if it was made from the cell's current config."""
+    from market_agents.config import config_hash
+
+    saved = read_json(path / "manifest.json").get("config_hash")
+    if saved != config_hash(design.cell_config(cell, mock)):
+        raise StaleRun(f"{path}: made from another config than {design.where(cell)} now gives "
+                       f"(config_hash {str(saved)[:12]}…); restore the design or move the run "
+                       "directory away, then resume")
+
+
 def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
                   cache: str | Path | None = None, root: Path | str = RESULTS,
                   th: Thresholds | None = None) -> str:
     """Simulate and score one run unless already done; returns what was done."""
     path = run_dir(design.name, cell, seed, mock, root)
-    if (path / OUTCOMES_FILE).exists():
-        return "reused"
-    did = "scored"
-    if not complete(path):
+    if complete(path):
+        check_fresh(design, cell, seed, mock, path)
+        if (path / OUTCOMES_FILE).exists():
+            return "reused"
+        did = "scored"
+    else:
         simulate(design, cell, seed, mock, cache, root)
         did = "ran"
     write_outcomes(path, th)
