@@ -91,13 +91,16 @@ def evaluation():
     from verifiers.types import ClientConfig
 
     env = load_environment(tier="micro", num_train_examples=2, num_eval_examples=3)
-    os.environ.setdefault("BAZAAR_STUB_KEY", "not-a-real-key")
-    with StubServer() as server:
-        config = ClientConfig(api_base_url=server.url, api_key_var="BAZAAR_STUB_KEY",
-                              max_retries=0, timeout=60)
-        out = env.evaluate_sync(client=config, model="stub", num_examples=3,
-                                rollouts_per_example=1)
-        requests = server.requests
+    os.environ["BAZAAR_STUB_KEY"] = "not-a-real-key"
+    try:
+        with StubServer() as server:
+            config = ClientConfig(api_base_url=server.url, api_key_var="BAZAAR_STUB_KEY",
+                                  max_retries=0, timeout=60)
+            out = env.evaluate_sync(client=config, model="stub", num_examples=3,
+                                    rollouts_per_example=1)
+            requests = server.requests
+    finally:
+        os.environ.pop("BAZAAR_STUB_KEY", None)
     return env, out["outputs"], requests
 
 
