@@ -135,7 +135,8 @@ class LLMClient:
             budget=budget,
             max_concurrency=llm.max_concurrency,
             route_concurrency={r: llm.settings(r).max_concurrency for r in providers},
-            retry={r: RetryPolicy(max_retries=llm.settings(r).max_retries) for r in providers},
+            retry={r: RetryPolicy(max_retries=llm.settings(r).max_retries,
+                                  base_delay_s=llm.settings(r).backoff_s) for r in providers},
         )
 
     # --- the batch ------------------------------------------------------------------------

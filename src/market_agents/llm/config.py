@@ -34,6 +34,7 @@ class ProviderSettings(_Strict):
     max_concurrency: int = Field(default=8, ge=1, le=256)
     timeout_s: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=4, ge=0, le=20)
+    backoff_s: float = Field(default=0.5, ge=0, description="first retry wait; doubles, ≤ 30 s")
     latency_s: float = Field(default=0.0, ge=0, description="mock only: simulated latency")
     invalid_rate: float = Field(default=0.05, ge=0, le=1, description="mock only")
 

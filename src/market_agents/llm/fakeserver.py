@@ -21,6 +21,7 @@ import argparse
 import hashlib
 import json
 import random
+import socket
 import threading
 import time
 from collections import Counter, deque
@@ -228,6 +229,12 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, *args: Any) -> None:  # quiet: the JSON log is the record
             return
+
+        def setup(self) -> None:
+            super().setup()
+            # headers and body go out in two writes; without NODELAY, Nagle + delayed ACK
+            # add ~40 ms to every answer
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None):
             self.send_response(status)

@@ -1,0 +1,200 @@
+"""LLMTraderPool: the engine ⇄ LLM bridge, with hand-made views and through whole runs."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+
+import polars as pl
+import pytest
+
+from market_agents.agents.llm_trader import COHORT_SIZE, LLMTraderPool
+from market_agents.config import Config
+from market_agents.errors import ConfigError
+from market_agents.llm.budget import Budget
+from market_agents.llm.client import LLMClient
+from market_agents.llm.fakeserver import FakeAPI
+from market_agents.llm.pricing import load_prices
+from market_agents.llm.providers.mock import MockProvider
+from market_agents.llm.config import ProviderSettings
+from market_agents.market.types import BUY, AssetView, MarketView, Order
+from market_agents.rng import Streams
+from market_agents.runner import run_to_dir
+from market_agents.simulation import LLM_DECISIONS_SCHEMA
+
+PARQUETS = ("ticks", "trades", "orders", "agents", "llm_decisions")
+
+
+def cfg(**llm) -> Config:
+    return Config.model_validate({"population": {"llm_share": 0.25, "llm": llm}})
+
+
+def view(slot: int, tick: int = 60, mid: float = 465.0, vpub: float = 475.0,
+         shares: int = 20) -> MarketView:
+    asset = AssetView(asset=0, public_value=vpub, last_price=mid, mid_price=mid,
+                      best_bid=mid - 0.5, best_ask=mid + 0.5, bid_size=5, ask_size=5,
+                      recent_prices=(mid,) * 5, halted=False, shares=shares)
+    return MarketView(tick=tick, slot=slot, assets=(asset,), cash=20_000.0,
+                      wealth=20_000.0 + shares * mid, position_limit=None, max_leverage=1.0)
+
+
+TWO_ROUTES = dict(provider_mix={"mock": 0.5, "haiku": 0.5},
+                  models={"mock": "mock-trader", "haiku": "claude-haiku-5-5"},
+                  providers={"haiku": {"kind": "mock"}}, prompt_set="diverse")
+
+
+def test_assignment_is_per_slot_and_deterministic():
+    a = LLMTraderPool(cfg(**TWO_ROUTES), Streams(3), list(range(5, 45)), None)
+    b = LLMTraderPool(cfg(**TWO_ROUTES), Streams(3), [7, 60], None)
+    c = LLMTraderPool(cfg(**TWO_ROUTES), Streams(4), [7], None)
+    assert a.assignment[7] == b.assignment[7]  # independent of the other slots
+    assert {x["route"] for x in a.assignment.values()} == {"mock", "haiku"}
+    assert len({x["persona"] for x in a.assignment.values()}) == 5
+    assert any(a.assignment[s] != LLMTraderPool(cfg(**TWO_ROUTES), Streams(4), [s],
+                                                None).assignment[s] for s in range(5, 45))
+    for p in (a, b, c):
+        p.close()
+
+
+def test_two_models_of_one_provider_split_the_slots():
+    p = LLMTraderPool(cfg(models={"mock": ["gpt-5.4-nano", "gpt-5.4-mini"]}), Streams(1),
+                      list(range(100)), None)
+    models = [x["model"] for x in p.assignment.values()]
+    assert 35 <= models.count("gpt-5.4-nano") <= 65 and set(models) == {"gpt-5.4-nano",
+                                                                       "gpt-5.4-mini"}
+    assert set(p.manifest()["price_assumptions"]) == {"gpt-5.4-nano", "gpt-5.4-mini"}
+    p.close()
+
+
+def test_decisions_become_orders_and_rows():
+    p = LLMTraderPool(cfg(), Streams(1), list(range(40)), None)
+    views = {s: view(s) for s in range(40)}
+    out = p.decide(60, views)
+    assert sorted(out) == list(range(40))
+    rows = p.records()
+    assert [r["slot"] for r in rows] == list(range(40))
+    assert all(set(r) == set(LLM_DECISIONS_SCHEMA) for r in rows)
+    for r in rows:
+        orders = out[r["slot"]]
+        if r["valid"] and r["action"] != "hold":
+            [o] = orders
+            assert isinstance(o, Order) and o.qty == r["qty"] and o.price == r["price"]
+        else:
+            assert orders == []
+            assert r["action"] == "hold" and r["qty"] == 0
+    # price far below V^pub: the mock buys
+    buys = [r for r in rows if r["action"] == "buy"]
+    assert len(buys) > 25 and all(out[r["slot"]][0].side == BUY for r in buys)
+    assert any(r["valid"] is False for r in rows) or len(rows) < 60
+    p.close()
+
+
+def test_memory_and_channel_reach_the_prompt():
+    p = LLMTraderPool(cfg(memory=2, channel=True), Streams(1), list(range(10)), None)
+    assert sorted(len(v) for v in p.cohort.values()) == [COHORT_SIZE - 1] * 10
+    first = p.request(60, view(0))
+    assert "- none" in first.messages[1].content
+    p.decide(60, {s: view(s) for s in range(10)})
+    p.decide(80, {s: view(s, tick=80, shares=22) for s in range(10)})
+    later = p.request(100, view(0, tick=100, shares=25)).messages[1].content
+    assert "tick 60:" in later and "tick 80:" in later
+    peers = p.cohort[0]
+    spoke = [s for s in peers if s in p.messages]
+    assert spoke and all(f"trader {s} (tick {p.messages[s][0]})" in later for s in spoke)
+    assert all(f"trader {s} " not in later for s in range(10) if s not in peers)
+    p.close()
+
+
+def test_decision_cap_and_budget_halt_mean_hold():
+    p = LLMTraderPool(cfg(decision_cap=1), Streams(1), [1, 2], None)
+    p.decide(60, {1: view(1), 2: view(2)})
+    out = p.decide(80, {1: view(1, tick=80), 2: view(2, tick=80)})
+    assert out == {1: [], 2: []}
+    assert [r["error_class"] for r in p.records()[2:]] == ["decision_cap"] * 2
+    assert all(r["valid"] is None for r in p.records()[2:])
+    p.close()
+
+    class PaidMock(MockProvider):
+        live = True
+
+    prices = load_prices()
+    client = LLMClient({"mock": PaidMock("mock", ProviderSettings())}, prices,
+                       budget=Budget(usd_cap=0.0, planned=lambda m: 0.001))
+    p = LLMTraderPool(cfg(), Streams(1), [1, 2], None, client=client)
+    assert p.decide(60, {1: view(1), 2: view(2)}) == {1: [], 2: []}
+    assert p.manifest()["llm_usage"]["budget_halts"] == 2
+    p.close()
+
+
+def test_frozen_library_is_refused_clearly():
+    with pytest.raises(ConfigError, match="frozen_library"):
+        LLMTraderPool(cfg(frozen_library="results/library/x.npz"), Streams(1), [1], None)
+
+
+# --- whole runs ----------------------------------------------------------------------------
+
+
+def _same(a, b, name):
+    return filecmp.cmp(a / f"{name}.parquet", b / f"{name}.parquet", shallow=False)
+
+
+def test_mock_run_at_25_percent_and_replay_from_cache(tmp_path):
+    config = cfg()
+    cache = tmp_path / "cache.sqlite"
+    first = run_to_dir(config, 7, tmp_path / "first", cache=cache)
+    m = json.loads((first / "manifest.json").read_text())
+    agents = pl.read_parquet(first / "agents.parquet").filter(pl.col("is_llm"))
+    dec = pl.read_parquet(first / "llm_decisions.parquet")
+    assert agents.height == 25 and m["final_conservation_ok"]
+    per_slot = dec.group_by("slot").len()["len"]
+    assert per_slot.min() >= 27 and per_slot.max() <= 28
+    assert dec.height == agents["n_decisions"].sum()
+    assert 0.92 <= dec["valid"].mean() <= 0.98
+    assert m["llm_usage"]["calls"] == dec.height and m["prompt_version"] == "v1"
+    assert "mock-trader" in m["price_assumptions"]
+
+    replay = run_to_dir(config, 7, tmp_path / "replay", cache=cache)
+    r = json.loads((replay / "manifest.json").read_text())["llm_usage"]
+    assert (r["calls"], r["cached_hits"], r["usd_spent"]) == (0, 1.0, 0.0)
+    for name in PARQUETS[:4]:
+        assert _same(first, replay, name), name
+    # llm_decisions differs only in the column that says how this execution got its answers
+    a = pl.read_parquet(first / "llm_decisions.parquet")
+    b = pl.read_parquet(replay / "llm_decisions.parquet")
+    assert a.drop("cache_hit").equals(b.drop("cache_hit")) and b["cache_hit"].all()
+    again = run_to_dir(config, 7, tmp_path / "again", cache=cache)
+    assert all(_same(replay, again, name) for name in PARQUETS)
+
+
+def test_live_run_against_a_shuffling_server_replays_exactly(tmp_path, monkeypatch):
+    config = Config.model_validate({
+        "simulation": {"ticks": 150},
+        "population": {"llm_share": 0.25, "llm": {
+            "provider_mix": {"openai": 1.0}, "models": {"openai": "gpt-5.4-nano"},
+            "usd_cap": 1.0, "providers": {"openai": {"max_retries": 6, "backoff_s": 0.01}}}},
+    })
+    runs = {}
+    for name, kw in (("calm", {}), ("wild", {"jitter_s": 0.01,
+                                             "first_attempt_fail_rate": 0.2, "seed": 5})):
+        with FakeAPI(**kw) as api:
+            monkeypatch.setenv("OPENAI_API_KEY", "sk-test-local")
+            monkeypatch.setenv("OPENAI_BASE_URL", f"{api.url}/v1")
+            runs[name] = run_to_dir(config, 3, tmp_path / name, cache=tmp_path / f"{name}.db")
+            if name == "wild":
+                assert len(api.requests) > pl.read_parquet(
+                    runs[name] / "llm_decisions.parquet").height
+    for name in PARQUETS[:4]:
+        assert _same(runs["calm"], runs["wild"], name), name
+    calm = pl.read_parquet(runs["calm"] / "llm_decisions.parquet")
+    wild = pl.read_parquet(runs["wild"] / "llm_decisions.parquet")
+    assert calm.drop("latency_s").equals(wild.drop("latency_s"))
+    assert wild["usd"].sum() > 0 and wild["valid"].all()
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens: no calls
+    replay = run_to_dir(config, 3, tmp_path / "replay", cache=tmp_path / "wild.db")
+    usage = json.loads((replay / "manifest.json").read_text())["llm_usage"]
+    assert (usage["calls"], usage["cached_hits"], usage["usd_spent"]) == (0, 1.0, 0.0)
+    assert usage["usd"] == pytest.approx(wild["usd"].sum())
+    for name in PARQUETS[:4]:
+        assert _same(runs["wild"], replay, name), name
+    again = pl.read_parquet(replay / "llm_decisions.parquet")
+    assert wild.drop("cache_hit").equals(again.drop("cache_hit"))
