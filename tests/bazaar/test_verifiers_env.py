@@ -4,10 +4,6 @@ OpenAI-compatible stub server on 127.0.0.1 started by the test. Needs the ``baza
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 vf = pytest.importorskip(
@@ -20,68 +16,7 @@ from market_agents.bazaar.verifiers_env import (  # noqa: E402
     load_environment,
 )
 
-
-def reply(state_text: str) -> str:
-    """Unreadable on the very first attempt of an episode (exercises the illegal path), then
-    trade real edges one unit at a time with some prose around the command."""
-    obs = json.loads(state_text[state_text.index("{"):])
-    if obs["turn"] == 0 and obs["last"] == "episode start":
-        return "Let me look at the book first."
-    if obs["ask"] < obs["index"]:
-        return f"The ask {obs['ask']} is below the index, so: buy 1"
-    if obs["bid"] > obs["index"] and obs["inventory"] > 0:
-        return f"The bid {obs['bid']} is above the index.\nsell 1"
-    return "Nothing mispriced; I could buy but I will pass"
-
-
-class StubServer:
-    def __init__(self):
-        self.requests = 0
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests += 1
-                users = [m for m in body["messages"] if m["role"] == "user"]
-                content = users[-1]["content"]
-                if isinstance(content, list):
-                    content = "".join(p.get("text", "") for p in content)
-                text = reply(content)
-                payload = json.dumps({
-                    "id": f"chatcmpl-{server.requests}", "object": "chat.completion",
-                    "created": 0, "model": body.get("model", "stub"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": text}}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                }).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-def _act(state: dict) -> str:
-    return reply(json.dumps(state))
+from .stub_server import StubServer, act  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +55,7 @@ def test_evaluation_against_stub_server_matches_engine(evaluation):
     assert requests == 3 * 11
     for o in outputs:
         seed = int(o["info"]["seed"])
-        expected = play("micro", seed, _act)
+        expected = play("micro", seed, act)
         assert o["reward"] == pytest.approx(expected["reward"], abs=1e-12)
         assert o["metrics"]["bazaar_score"] == pytest.approx(expected["score"], abs=1e-12)
         assert o["reward"] > 1.2  # traded, kept the format bonus (the first illegal is free)
