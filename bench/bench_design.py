@@ -14,8 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from market_agents.design import load_design
-from market_agents.design_steps import run_design, write_gather
+from market_agents.design import load_design, run_dir
+from market_agents.design_steps import run_design, sensitivity, sensitivity_grid, write_gather
+from market_agents.rundir import score_run
 
 
 def timed(design, root: Path, workers: int, max_seeds: int | None) -> tuple[float, int]:
@@ -33,14 +34,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base_wall, base_runs = timed(design, Path(tmp) / "serial", 1, 1)
         wall, runs = timed(design, Path(tmp) / "pool", args.workers, None)
+        pool = Path(tmp) / "pool"
         started = time.perf_counter()
-        write_gather(design, root=Path(tmp) / "pool")
+        write_gather(design, root=pool)
         gather_s = time.perf_counter() - started
+        started = time.perf_counter()
+        for cell, seed in design.runs():
+            score_run(run_dir(design.name, cell, seed, root=pool))
+        score_s = time.perf_counter() - started
+        started = time.perf_counter()
+        sensitivity(design, sensitivity_grid(), root=pool)
+        sens_s = time.perf_counter() - started
     serial_per_run, per_run = base_wall / base_runs, wall / runs
     print(f"design {design.name}: {runs} runs ({len(design.cells)} cells)")
     print(f"baseline (1 worker, {base_runs} runs): {base_wall:.1f} s, {serial_per_run:.2f} s/run")
     print(f"{args.workers} workers: wall {wall:.1f} s, {per_run:.2f} s/run (wall / runs)")
-    print(f"gather: {gather_s:.2f} s")
+    print(f"gather: {gather_s:.2f} s; re-scoring every run: {score_s:.2f} s "
+          f"({1000 * score_s / runs:.0f} ms/run); sensitivity grid (9 points): {sens_s:.2f} s")
     print(f"ratio serial s/run / pooled s/run: {serial_per_run / per_run:.2f}x")
 
 
