@@ -238,3 +238,14 @@ def test_trigger_hunting_posts_just_inside_a_revealed_threshold_before_an_advers
                 assert sc.index[env.t + 1] < q["ask"]  # the step more than wipes the edge out
             env.step(row["message"])
     assert hits > 0
+
+
+def test_maker_info_reports_running_spread_and_pickoff():
+    t = get_tier("maker_micro")
+    env = BazaarEnv(t)
+    env.reset(1_000_000)
+    for _ in range(t.horizon):
+        i = env.state()["index"]
+        _, _, done, total = env.step(f"quote {i - 0.05:.2f} 2 {i + 0.05:.2f} 2")
+    assert total["pickoff_loss"] == env.summary()["pickoff_loss"] > 0
+    assert total["realized_spread"] == env.summary()["realized_spread"]

@@ -12,6 +12,7 @@ from market_agents.bazaar.tiers import TIERS, eval_seeds, get_tier
 
 # Public mean scores (net worth at the index / starting net worth, bonuses excluded) over 20
 # evaluation seeds, as printed in the public Bazaar README and issue 6. None: no public figure.
+# maker_micro "wide" is described publicly as "does nothing (about 1.0)", not measured.
 PUBLIC: dict[str, dict[str, float | None]] = {
     "micro": {"passive": 1.000, "honest": 1.053, "gambler": 1.020},
     "hard": {"passive": None, "honest": 0.998, "gambler": 0.957},
@@ -138,6 +139,8 @@ def format_table(rows: list[dict], claims: list[dict]) -> str:
             f"{r['reward']:7.4f} {r['maker_fills']:6.1f} {r['realized_spread']:7.2f} "
             f"{r['pickoff_loss']:7.2f} {r['defaults']:4d}"
         )
+    lines.append("public: the public Bazaar figures (maker_micro wide: described as about 1.0); "
+                 "ours: mean score over the same number of evaluation seeds")
     lines.append("")
     for c in claims:
         lines.append(f"[{'ok' if c['ok'] else 'FAIL'}] {c['tier']}: {c['claim']}")

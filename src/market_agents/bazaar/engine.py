@@ -94,6 +94,9 @@ class BazaarEnv:
             record.update(action=action.text(), legal=True)
             self._play(action)
         info = {"turn": record["turn"], "legal": record["legal"], "fills": list(self.fills)}
+        if self.tier.is_maker:  # running totals, so a trainer can log adverse selection per turn
+            info.update(realized_spread=self.stats.realized_spread,
+                        pickoff_loss=self.stats.pickoff_loss)
         if not record["legal"]:
             info["illegal"] = record["reason"]
         obs = self.render()

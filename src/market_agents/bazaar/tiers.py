@@ -62,6 +62,10 @@ class Tier:
         return asdict(self)
 
 
+# Our choices where the public text is silent: micro's max size 2 and hard's starting book of
+# 5 units (so both edge directions are tradable and the honest dealer nearly always trades), the
+# maker tiers' scripted edges (3, probability 0.2) and flow, and credit_micro's starting book of
+# 2 units, vol 0.6 and spread 2.
 TIERS: dict[str, Tier] = {
     t.name: t
     for t in (
