@@ -183,6 +183,8 @@ def render(design: Design, plans: list[CellPlan], tokens_in: int, tokens_out: in
                 f"{p.run_decisions:>8,.1f} {p.decisions:>10,} {p.usd:>9.2f} {p.table_usd:>9.2f} "
                 f"{p.run_cap_usd:>8.2f}" + (f"  [{models}]" if len(p.by_model) > 1 else "")
                 + ("" if p.live or p.n_llm == 0 else "  (mock)"))
+        if tier == "-":
+            continue
         t = totals[tier]
         budget = design.budget.tiers.get(tier)
         lines.append(f"{'':<5} {'tier ' + tier:<18} {'':>5} {'':>5} {'':>8} "
@@ -194,9 +196,11 @@ def render(design: Design, plans: list[CellPlan], tokens_in: int, tokens_out: in
     b = design.budget
     if b.cap_usd is not None:
         reserved = ", ".join(f"{k} {v:.2f}" for k, v in b.reserved_usd.items())
-        lines.append(f"cap {b.cap_usd:.2f} USD; tier budgets {sum(b.tiers.values()):.2f}"
+        lines.append(f"cap {b.cap_usd:.2f} USD"
+                     + (f"; tier budgets {sum(b.tiers.values()):.2f}" if b.tiers else "")
                      + (f"; reserved {reserved}" if reserved else ""))
     rates = ", ".join(f"{m} {r}" for m, r in design.planning.usd_per_decision.items())
-    lines.append(f"USD plan: planning rate per decision ({rates}); caps and tier budgets are "
-                 "checked at this rate. USD table: config/prices.yaml at the token counts above.")
+    if rates:
+        lines.append(f"USD plan: planning rate per decision ({rates}); caps and tier budgets are "
+                     "checked at this rate. USD table: the price table at the token counts above.")
     return "\n".join(lines)
