@@ -13,10 +13,10 @@ from market_agents.config import Config
 from market_agents.errors import ConfigError
 from market_agents.llm.budget import Budget
 from market_agents.llm.client import LLMClient
+from market_agents.llm.config import ProviderSettings
 from market_agents.llm.fakeserver import FakeAPI
 from market_agents.llm.pricing import load_prices
 from market_agents.llm.providers.mock import MockProvider
-from market_agents.llm.config import ProviderSettings
 from market_agents.market.types import BUY, AssetView, MarketView, Order
 from market_agents.rng import Streams
 from market_agents.runner import run_to_dir

@@ -72,7 +72,8 @@ def test_results_follow_input_order_whatever_the_latency():
     reqs = [decision_request(agent=f"slot{i}") for i in range(40)]
     slow = mock_client(latency=0.02)
     fast = mock_client()
-    a, b = slow.complete_many(reqs, schema.parse_decision), fast.complete_many(reqs, schema.parse_decision)
+    a = slow.complete_many(reqs, schema.parse_decision)
+    b = fast.complete_many(reqs, schema.parse_decision)
     assert [r.key for r in a] == [q.key() for q in reqs]
     assert [(r.text, r.valid) for r in a] == [(r.text, r.valid) for r in b]
     slow.close()

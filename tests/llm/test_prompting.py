@@ -30,7 +30,8 @@ def test_system_prompt_depends_only_on_prompt_id():
     b = prompting.build_messages(snapshot(tick=9), "diverse", "momentum")
     c = prompting.build_messages(snapshot(tick=1), "diverse", "value")
     assert a[0] == b[0] and a[0] != c[0] and a[1] != b[1]
-    assert prompting.prompt_id("diverse", "value") == f"market-{prompting.PROMPT_VERSION}-diverse-value"
+    version = prompting.PROMPT_VERSION
+    assert prompting.prompt_id("diverse", "value") == f"market-{version}-diverse-value"
 
 
 def test_memory_and_channel_sections():

@@ -134,7 +134,7 @@ class LLMTraderPool:
         out: dict[int, list[Order | Cancel]] = {}
         for slot, req, res in zip(slots, requests, results, strict=True):
             out[slot] = self._apply(tick, slot, views[slot], req, res)
-        for slot, req, res in zip(slots, requests, results, strict=True):
+        for slot, res in zip(slots, results, strict=True):
             d = res.parsed
             if res.valid and d is not None and d.message.strip():
                 self.messages[slot] = (tick, d.message.strip())

@@ -28,7 +28,8 @@ class Budget:
     halted: bool = False
     halts: list[dict] = field(default_factory=list)
     _decisions: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    _model_cost: dict[str, list[float]] = field(default_factory=lambda: defaultdict(lambda: [0.0, 0]))
+    _model_cost: dict[str, list[float]] = field(
+        default_factory=lambda: defaultdict(lambda: [0.0, 0]))
     _reserved: float = 0.0
     _reserved_by_route: dict[str, float] = field(default_factory=lambda: defaultdict(float))
 

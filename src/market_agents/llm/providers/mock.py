@@ -53,7 +53,8 @@ def trade_rule(snapshot: dict, rng: np.random.Generator) -> dict:
     signal = gap / 0.004 + rng.normal()
     mid = a["mid_price"]
     if abs(signal) < 0.6:
-        return _decision("hold", a["asset"], 0, "market", None, "", f"price near value ({gap:+.2%})")
+        return _decision("hold", a["asset"], 0, "market", None, "",
+                         f"price near value ({gap:+.2%})")
     if signal > 0:
         action, room = "buy", int(snapshot["your_cash"] // max(mid, 1e-9))
     else:
