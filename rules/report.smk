@@ -11,7 +11,7 @@ rule dag:
     params:
         snakefile=workflow.main_snakefile,
     shell:
-        "snakemake -s {params.snakefile} --nolock --quiet all --rulegraph protocol"
+        "snakemake -s {params.snakefile} --nolock protocol --quiet all --rulegraph dot"
         " > {output.dot} 2> {log}"
         " && ma dag {output.dot} --svg {output.svg} --mermaid {output.mermaid} >> {log} 2>&1"
 

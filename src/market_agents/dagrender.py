@@ -26,7 +26,8 @@ def parse_dot(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
 
 def mermaid(nodes: dict[str, str], edges: list[tuple[str, str]]) -> str:
     lines = ["flowchart TB"]
-    lines += [f'    n{i}["{label}"]' for i, label in sorted(nodes.items(), key=lambda kv: int(kv[0]))]
+    ordered = sorted(nodes.items(), key=lambda kv: int(kv[0]))
+    lines += [f'    n{i}["{label}"]' for i, label in ordered]
     lines += [f"    n{a} --> n{b}" for a, b in edges]
     return "\n".join(lines) + "\n"
 
@@ -70,8 +71,9 @@ def layered_svg(nodes: dict[str, str], edges: list[tuple[str, str]]) -> str:
     for a, b in edges:
         (xa, ya), (xb, yb) = pos[a], pos[b]
         out.append(
-            f'<line x1="{xa + width[a] / 2:.1f}" y1="{ya + box_h:.1f}" x2="{xb + width[b] / 2:.1f}" '
-            f'y2="{yb:.1f}" stroke="#555" marker-end="url(#arrow)"/>'
+            f'<line x1="{xa + width[a] / 2:.1f}" y1="{ya + box_h:.1f}" '
+            f'x2="{xb + width[b] / 2:.1f}" y2="{yb:.1f}" stroke="#555" '
+            'marker-end="url(#arrow)"/>'
         )
     for n, (x, y) in pos.items():
         out.append(

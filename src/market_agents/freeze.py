@@ -126,7 +126,8 @@ def load(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise FreezeError(f"{path}: not valid JSON ({exc.msg}); re-run `snakemake freeze`") from None
+        raise FreezeError(f"{path}: not valid JSON ({exc.msg}); restore it from the record "
+                          "or re-freeze") from None
 
 
 def verify(freeze: dict[str, Any], config_hash: str, package_root: Path = PACKAGE_ROOT,

@@ -190,14 +190,17 @@ NO_TIER = "all"
 
 
 def recorded_usd(run: Path) -> float | None:
-    """USD a finished run recorded (``llm_usd`` of outcomes.json, else the manifest's
-    ``llm_usage.usd``); None when the run has not finished."""
+    """USD a finished run paid: the manifest's ``llm_usage.usd_spent`` (mock answers and cache
+    replays cost nothing), else ``llm_usd`` of outcomes.json; None when it has not finished."""
     outcomes, manifest = run / "outcomes.json", run / "manifest.json"
-    if outcomes.exists():
-        return float(json.loads(outcomes.read_text()).get("llm_usd") or 0.0)
     if manifest.exists():
         usage = json.loads(manifest.read_text()).get("llm_usage") or {}
-        return float(usage.get("usd") or 0.0)
+        if "usd_spent" in usage:
+            return float(usage["usd_spent"] or 0.0)
+        if not outcomes.exists():
+            return float(usage.get("usd") or 0.0)
+    if outcomes.exists():
+        return float(json.loads(outcomes.read_text()).get("llm_usd") or 0.0)
     return None
 
 

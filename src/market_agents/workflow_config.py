@@ -40,7 +40,9 @@ class WorkflowConfig(BaseModel):
         return Path(self.designs_dir) / f"{name}.yaml"
 
 
-def validate_workflow_config(data: dict[str, Any], where: str = "workflow config") -> WorkflowConfig:
+def validate_workflow_config(
+    data: dict[str, Any], where: str = "workflow config"
+) -> WorkflowConfig:
     """Validate the Snakemake ``config`` dict; the error names every bad key and says where the
     schema lives."""
     try:
