@@ -195,3 +195,28 @@ def test_mock_mapped_to_a_real_id_is_priced_but_free():
     assert all(r.usd > 0.001 and r.usd_spent == 0.0 for r in res)
     assert s["usd"] == pytest.approx(sum(r.usd for r in res)) and s["usd_spent"] == 0.0
     c.close()
+
+
+def test_concurrency_is_bounded_per_route_and_overall():
+    import asyncio
+
+    class Slow(Scripted):
+        def __init__(self):
+            super().__init__([])
+            self.inflight = self.peak = 0
+
+        async def complete(self, request):
+            self.inflight += 1
+            self.peak = max(self.peak, self.inflight)
+            await asyncio.sleep(0.01)
+            self.inflight -= 1
+            return await super().complete(request)
+
+    p = Slow()
+    c = LLMClient({"openai": p}, load_prices(), max_concurrency=10,
+                  route_concurrency={"openai": 3})
+    reqs = [decision_request("openai", "openai", "gpt-5.4-nano", agent=f"s{i}")
+            for i in range(12)]
+    assert all(r.valid for r in c.complete_many(reqs, schema.parse_decision))
+    assert p.peak == 3
+    c.close()
