@@ -220,3 +220,18 @@ def test_concurrency_is_bounded_per_route_and_overall():
     assert all(r.valid for r in c.complete_many(reqs, schema.parse_decision))
     assert p.peak == 3
     c.close()
+
+
+def test_key_is_read_from_dotenv_in_the_working_directory(tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-from-dotenv\n")
+    cfg = LLMConfig(provider_mix={"openai": 1.0}, models={"openai": "gpt-5.4-nano"}, usd_cap=1)
+    try:
+        c = LLMClient.from_settings(cfg)
+        assert c.providers["openai"]._client.api_key == "sk-from-dotenv"
+        c.close()
+    finally:
+        os.environ.pop("OPENAI_API_KEY", None)
