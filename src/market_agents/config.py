@@ -45,7 +45,8 @@ class FundamentalsConfig(_Strict):
     V moves by Gaussian steps (``sigma`` per tick, price units) and by hidden jumps: in each
     news period of ``news_interval`` ticks a jump N(0, jump_sigma) hits V with probability
     ``jump_prob`` at a random tick of the period (Student-t with ``jump_df`` degrees of freedom,
-    scaled to standard deviation ``jump_sigma``: rare large news). V^pub is V as of the last news release, so it
+    scaled to standard deviation ``jump_sigma``: rare large news). V^pub is V as of the last
+    news release, so it
     lags V by up to one period. Two assets share a common factor with ``factor_loading``.
     """
 

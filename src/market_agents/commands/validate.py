@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 
 from market_agents.config import load_config
@@ -48,7 +49,9 @@ def main(args: argparse.Namespace) -> int:
     load_config(args.config, args.sets)  # fail fast on a bad config
     jobs = [(args.config, args.sets, s) for s in range(args.first_seed,
                                                        args.first_seed + args.seeds)]
-    with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
+    # spawn, not fork: a forked child can inherit polars' thread pool locked and hang.
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=max(1, args.workers), mp_context=ctx) as pool:
         rows = list(pool.map(_facts, jobs))
     result = verdict(rows)
     if args.json:

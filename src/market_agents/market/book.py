@@ -81,7 +81,9 @@ class Book:
         opp = -side
         while qty > 0:
             best = self.best(opp)
-            if best is None or (limit is not None and (best > limit if side == 1 else best < limit)):
+            if best is None:
+                break
+            if limit is not None and (best > limit if side == 1 else best < limit):
                 break
             head = self.levels[opp][best][0]
             if head.owner == owner:

@@ -55,11 +55,11 @@ def draw_path(
     announced = np.zeros(ticks, dtype=bool)
     announced[:: cfg.news_interval] = True
     for s in shocks:
+        # A placebo is only logged (manifest, outcomes); it neither moves V nor releases news.
         if s.kind == "fundamental_jump":
-            rows = range(n) if s.asset is None else [s.asset]
-            for a in rows:
+            for a in range(n) if s.asset is None else [s.asset]:
                 increments[a, s.time] += s.size
-        announced[s.time] = True
+            announced[s.time] = True
 
     value = np.maximum(cfg.v0 + np.cumsum(increments, axis=1), 0.01 * cfg.v0)
     news_ticks = np.flatnonzero(announced)

@@ -1,0 +1,28 @@
+"""Shared fixtures. Live-provider tests are marked `api` and run only with --runapi."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE = ROOT / "config" / "baseline.yaml"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--runapi", action="store_true", help="run tests that call paid APIs")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--runapi"):
+        return
+    skip = pytest.mark.skip(reason="calls a paid API: run with --runapi")
+    for item in items:
+        if "api" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def baseline_path() -> Path:
+    return BASELINE

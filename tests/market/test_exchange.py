@@ -1,0 +1,160 @@
+"""Order book and exchange rules, driven through the exchange's public methods."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from market_agents.config import ExchangeConfig
+from market_agents.market.exchange import Exchange
+from market_agents.market.rules import CircuitBreaker
+from market_agents.market.types import BUY, SELL, Cancel, Order
+
+
+def make(n=4, **cfg) -> Exchange:
+    ex = Exchange(ExchangeConfig(**cfg), 1, [100.0])
+    for slot in range(n):
+        ex.open_account(slot, "noise", False, 10_000.0, 50)
+    ex.seal()
+    ex.begin_tick(0)
+    return ex
+
+
+def trades(ex):
+    log = ex.trade_log
+    return list(zip(log["price"], log["qty"], log["buyer"], log["seller"], strict=True))
+
+
+def test_price_then_time_priority():
+    ex = make()
+    ex.submit(0, Order(SELL, 5, 101.0))
+    ex.submit(1, Order(SELL, 5, 100.5))  # better price, later
+    ex.submit(2, Order(SELL, 5, 100.5))  # same price, later still
+    ex.submit(3, Order(BUY, 12, 101.0))
+    assert trades(ex) == [(100.5, 5, 3, 1), (100.5, 5, 3, 2), (101.0, 2, 3, 0)]
+    assert ex.books[0].size_at(SELL, ex.books[0].best(SELL)) == 3
+
+
+def test_partial_fill_rests_the_remainder():
+    ex = make()
+    ex.submit(0, Order(SELL, 3, 100.0))
+    ex.submit(1, Order(BUY, 10, 100.0))
+    assert trades(ex) == [(100.0, 3, 1, 0)]
+    assert ex.books[0].best(BUY) == ex.to_ticks(100.0)
+    assert ex.books[0].size_at(BUY, ex.to_ticks(100.0)) == 7
+
+
+def test_market_order_does_not_rest():
+    ex = make()
+    ex.submit(0, Order(SELL, 2, 100.0))
+    ex.submit(1, Order(BUY, 5, None))
+    assert trades(ex) == [(100.0, 2, 1, 0)]
+    assert ex.books[0].best(BUY) is None
+
+
+def test_cancel_and_expiry():
+    ex = make(order_ttl=5)
+    ex.submit(0, Order(BUY, 1, 99.0))
+    ex.submit(0, Order(BUY, 1, 98.0, ttl=2))
+    (first_id,) = [oid for oid, o in ex.accounts[0].open_orders.items() if o.price == 9900]
+    ex.submit(0, Cancel(first_id))
+    assert ex.books[0].best(BUY) == 9800
+    ex.begin_tick(1)
+    assert ex.books[0].best(BUY) == 9800
+    ex.begin_tick(2)  # due: expires at the start of tick 0 + ttl
+    assert ex.books[0].best(BUY) is None
+    assert ex.accounts[0].committed_cash == 0
+
+
+def test_self_trade_is_prevented():
+    ex = make()
+    ex.submit(0, Order(SELL, 5, 100.0))
+    ex.submit(0, Order(BUY, 5, 100.0))
+    assert trades(ex) == []
+    assert ex.books[0].best(SELL) is None  # the resting order was cancelled
+    assert ex.books[0].best(BUY) == 10000
+
+
+def test_unfunded_orders_are_rejected():
+    ex = make()
+    ex.submit(0, Order(SELL, 51, 100.0))  # holds 50, no short selling
+    ex.submit(0, Order(BUY, 101, 100.0))  # 10,100 > 10,000 cash
+    assert ex.order_log["reason"] == ["insufficient_funds", "insufficient_funds"]
+
+
+def test_position_limit_rejects_growth_not_reduction():
+    ex = make(position_limit=52)
+    ex.submit(0, Order(BUY, 3, 90.0))
+    ex.submit(0, Order(SELL, 5, 110.0))
+    assert ex.order_log["reason"] == ["position_limit", None]
+
+
+def test_circuit_breaker_halts_and_rejects():
+    cfg = dict(halt_threshold=0.05, halt_window=3, halt_ticks=4)
+    ex = make(**cfg)
+    ex.hooks.append(CircuitBreaker(ex.cfg, 1))
+    for t, price in enumerate([100.0, 100.0, 100.0, 106.0]):
+        ex.begin_tick(t)
+        ex.submit(0, Order(SELL, 1, price))
+        ex.submit(1, Order(BUY, 1, price))
+        ex.end_tick()
+    assert ex.halts == [[3, 8]]
+    ex.begin_tick(5)
+    ex.submit(1, Order(BUY, 1, 100.0))
+    assert ex.order_log["reason"][-1] == "halted"
+    ex.begin_tick(8)
+    ex.submit(1, Order(BUY, 1, 100.0))
+    assert ex.order_log["status"][-1] == "accepted"
+
+
+def test_call_auction_clears_at_volume_maximising_price():
+    ex = make(mechanism="call_auction", auction_interval=5)
+    ex.submit(0, Order(BUY, 10, 101.0))
+    ex.submit(1, Order(BUY, 5, 100.0))
+    ex.submit(2, Order(SELL, 8, 99.0))
+    ex.submit(3, Order(SELL, 8, 100.0))
+    assert trades(ex) == []  # nothing trades between auctions
+    ex.end_tick()  # tick 0 is an auction tick
+    # At 100: demand 15, supply 16 -> 15 shares, the most volume of any price.
+    assert sum(q for _, q, _, _ in trades(ex)) == 15
+    assert {p for p, _, _, _ in trades(ex)} == {100.0}
+    assert not ex.books[0].is_crossed()
+    assert ex.conservation_ok()
+
+
+orders = st.lists(
+    st.tuples(st.integers(0, 3), st.sampled_from([BUY, SELL]), st.integers(1, 20),
+              st.one_of(st.none(), st.integers(95, 105).map(float)), st.booleans()),
+    min_size=1, max_size=60)
+
+
+@settings(max_examples=60, deadline=None)
+@given(orders)
+def test_book_never_crossed_and_money_conserved(seq):
+    ex = make()
+    for slot, side, qty, price, cancel in seq:
+        ex.submit(slot, Cancel() if cancel and price is None else Order(side, qty, price))
+        assert not ex.books[0].is_crossed()
+        for acct in ex.accounts.values():
+            assert acct.cash >= 0 and acct.shares[0] >= 0
+            assert acct.cash - acct.committed_cash >= 0
+    assert ex.conservation_ok()
+
+
+@settings(max_examples=40, deadline=None)
+@given(orders)
+def test_auction_conserves_and_uncrosses(seq):
+    ex = make(mechanism="call_auction")
+    for slot, side, qty, price, _ in seq:
+        ex.submit(slot, Order(side, qty, price))
+    ex.end_tick()
+    assert not ex.books[0].is_crossed()
+    assert ex.conservation_ok()
+    assert all(a.cash >= 0 and a.shares[0] >= 0 for a in ex.accounts.values())
+
+
+@pytest.mark.parametrize("bad", [Order(BUY, 0, 100.0), Order(BUY, 1, -5.0), Order(3, 1, 100.0),
+                                 Order(BUY, 1, 100.0, asset=4), Order(BUY, 1, float("nan"))])
+def test_malformed_orders_are_rejected_as_invalid(bad):
+    ex = make()
+    ex.submit(0, bad)
+    assert ex.order_log["reason"] == ["invalid"]
