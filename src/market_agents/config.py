@@ -43,11 +43,12 @@ class FundamentalsConfig(_Strict):
     """True value V (never shown to traders) and the public value V^pub.
 
     V moves by Gaussian steps (``sigma`` per tick, price units) and by hidden jumps: in each
-    news period of ``news_interval`` ticks a jump N(0, jump_sigma) hits V with probability
-    ``jump_prob`` at a random tick of the period (Student-t with ``jump_df`` degrees of freedom,
-    scaled to standard deviation ``jump_sigma``: rare large news). V^pub is V as of the last
-    news release, so it
+    news period of ``news_interval`` ticks a jump hits V with probability ``jump_prob`` at a
+    random tick of the period (Student-t with ``jump_df`` degrees of freedom scaled to standard
+    deviation ``jump_sigma``: rare large news). V^pub is V as of the last news release, so it
     lags V by up to one period. Two assets share a common factor with ``factor_loading``.
+    A scheduled ``fundamental_jump`` shock of ``size`` (price units; 10 ≈ 2.1 % of v0 = 475)
+    is announced at once.
     """
 
     n_assets: Literal[1, 2] = 1
