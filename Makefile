@@ -35,3 +35,25 @@ bench: setup
 
 clean:
 	rm -rf results .snakemake
+
+# --- the Snakemake workflow (Snakefile, rules/*.smk; README "Workflow") ---
+SMK := $(VENV)/snakemake
+TARGET ?= exploratory
+CORES ?= 2
+
+.PHONY: workflow dryrun dag schema unlock
+
+workflow: setup  ## make workflow TARGET=tier_T1 CORES=8
+	$(SMK) --cores $(CORES) $(TARGET)
+
+dryrun: setup  ## live jobs, planned decisions and USD of TARGET; calls nothing
+	$(SMK) -n $(TARGET)
+
+dag: setup  ## results/dag/protocol.{svg,mmd} for the protocol appendix
+	$(SMK) --cores 1 dag --forcerun dag
+
+schema: setup  ## regenerate workflow/schemas/*.schema.json after changing a config model
+	$(VENV)/ma schema
+
+unlock: setup  ## after a killed run: release Snakemake's lock, then re-run the target
+	$(SMK) --unlock $(TARGET)

@@ -2,11 +2,16 @@
 # design files and manifests; nothing simulates, prices or scores.
 
 import json
+import os
+import sys
 from pathlib import Path
 
 from market_agents.budget import plan_design
 from market_agents.design import load_design, run_dir, cache_path, design_dir
 from market_agents.errors import ConfigError
+
+# Rules call `ma` from the environment snakemake runs in, activated or not.
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
 TIERS = ("T1", "T2", "T3", "T4", "T5", "T6")
 NO_TIER = "all"  # gate label of the cells of a design without tiers (pilot, tests)

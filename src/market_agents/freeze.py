@@ -36,7 +36,7 @@ def frozen_hashes(package_root: Path = PACKAGE_ROOT) -> dict[str, str]:
     return {name: sha256_file(package_root / name) for name in FROZEN_FILES}
 
 
-def git_revision(repo: Path = Path(".")) -> dict[str, Any]:
+def git_revision(repo: Path = PACKAGE_ROOT) -> dict[str, Any]:
     """HEAD and whether the work tree differs from it (a dirty freeze is allowed but recorded)."""
     def git(*args: str) -> str | None:
         try:
@@ -87,7 +87,7 @@ def build(
     prices: dict[str, Any],
     thresholds: dict[str, Any],
     package_root: Path = PACKAGE_ROOT,
-    repo: Path = Path("."),
+    repo: Path = PACKAGE_ROOT,
 ) -> dict[str, Any]:
     """``design``: name, path, config_hash, cells {name: {tier, overrides, seeds, models,
     live_decisions}}, budgets {tier: usd}."""
