@@ -19,6 +19,7 @@ wildcard_constraints:
     cell=r"[A-Za-z0-9_]+",
     seed=r"[0-9][0-9][0-9][0-9]+",
     tier=r"T[0-9]+|all",
+    bz_tier=r"[a-z_]+",
 
 
 include: "rules/common.smk"
@@ -29,6 +30,7 @@ include: "rules/pilot.smk"
 include: "rules/freeze.smk"
 include: "rules/sensitivity.smk"
 include: "rules/targets.smk"
+include: "rules/bazaar.smk"
 include: "rules/report.smk"
 
 
@@ -38,4 +40,5 @@ rule all:
         rules.exploratory.input,
         rules.sigma.input,
         sensitivity_file(WF.exploratory),
+        rules.bazaar.input,
         "results/dag/protocol.svg",

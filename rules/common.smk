@@ -220,3 +220,23 @@ def unknown_target(wildcards):
         "rehearse_T6, rehearse_confirmatory, protocol, dag; or a file such as "
         "results/runs/<design>/outcomes.parquet (README 'Workflow')"
     )
+
+
+# --- Bazaar -----------------------------------------------------------------------------------
+
+
+def bazaar_eval_dir(wildcards):
+    return f"results/bazaar/eval/{wildcards.provider}/{wildcards.model}/{wildcards.bz_tier}"
+
+
+def bazaar_cache(wildcards):
+    return f"results/cache/bazaar_{wildcards.provider}.sqlite"
+
+
+def bazaar_usd_cap(wildcards):
+    """Live evaluations need a USD cap: bazaar_usd_cap of config/workflow.yaml, per evaluation."""
+    return "" if wildcards.provider == "mock" else f"--usd-cap {WF.bazaar_usd_cap}"
+
+
+def bazaar_api(wildcards):
+    return 0 if wildcards.provider == "mock" else 1

@@ -93,3 +93,11 @@ def test_dag_renders_svg_and_mermaid(workdir):
     assert "gate" in svg and "freeze" in svg
     mmd = (workdir / "results/dag/protocol.mmd").read_text()
     assert mmd.startswith("flowchart TB") and "-->" in mmd
+
+
+def test_bazaar_targets_run_on_the_mock(workdir):
+    done = smk(workdir, "--cores", "2", "bazaar")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert (workdir / "results/bazaar/anchors/anchors.parquet").stat().st_size > 0
+    summary = workdir / "results/bazaar/eval/mock/mock-trader/micro/summary.json"
+    assert summary.exists() and (workdir / "results/bazaar/exploits/exploits_micro.json").exists()
