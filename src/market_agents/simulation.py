@@ -122,37 +122,33 @@ class Run:
         self.mids: list[list[float]] = [[float(v)] for v in self.path.public[:, 0]]
         self.progress = sys.stderr.isatty() if progress is None else progress
 
-    def view(self, slot: int, halted: bool) -> MarketView:
-        ex, acct, t = self.ex, self.ex.accounts[self.slot_acct(slot)], self.ex.tick
+    def snapshot(self, halted: bool) -> list[tuple]:
+        """The public part of every asset's view, computed once per decision phase."""
+        ex, t = self.ex, self.ex.tick
         h = self.config.simulation.history
-        assets = []
+        out = []
         for a, book in enumerate(ex.books):
             bid, ask = book.best(1), book.best(-1)
-            assets.append(AssetView(
-                asset=a,
-                public_value=round(float(self.path.public[a, t]), 4),
-                last_price=ex.to_price(ex.last[a]),
-                mid_price=ex.mid[a],
-                best_bid=None if bid is None else ex.to_price(bid),
-                best_ask=None if ask is None else ex.to_price(ask),
-                bid_size=book.size_at(1, bid),
-                ask_size=book.size_at(-1, ask),
-                recent_prices=tuple(self.mids[a][-h:]),
-                halted=halted,
-                shares=acct.shares[a],
+            out.append((
+                a, round(float(self.path.public[a, t]), 4), ex.to_price(ex.last[a]), ex.mid[a],
+                None if bid is None else ex.to_price(bid),
+                None if ask is None else ex.to_price(ask),
+                book.size_at(1, bid), book.size_at(-1, ask), tuple(self.mids[a][-h:]), halted,
             ))
+        return out
+
+    def view(self, slot: int, public: list[tuple]) -> MarketView:
+        ex = self.ex
+        acct = ex.accounts[slot]
         tick = self.config.exchange.tick_size
         return MarketView(
-            tick=t, slot=slot, assets=tuple(assets), cash=acct.cash * tick,
-            wealth=ex.equity(acct) * tick, position_limit=self.config.exchange.position_limit,
-            max_leverage=acct.leverage,
+            tick=ex.tick, slot=slot,
+            assets=tuple(AssetView(*p, acct.shares[i]) for i, p in enumerate(public)),
+            cash=acct.cash * tick, wealth=ex.equity(acct) * tick,
+            position_limit=self.config.exchange.position_limit, max_leverage=acct.leverage,
             open_orders=tuple((o.id, acct.order_asset[o.id], o.side, ex.to_price(o.price), o.qty)
                               for o in acct.open_orders.values()),
         )
-
-    @staticmethod
-    def slot_acct(slot: int) -> int:
-        return slot
 
     def execute(self) -> dict[str, Any]:
         sim, ex = self.config.simulation, self.ex
@@ -168,11 +164,14 @@ class Run:
         for t in ticks:
             ex.begin_tick(t)
             halted = ex.halted
+            # Market makers quote on one snapshot, then every trader due decides on another.
+            public = self.snapshot(halted)
             for slot in self.makers:
-                for action in self.traders[slot].decide(self.view(slot, halted)):
+                for action in self.traders[slot].decide(self.view(slot, public)):
                     ex.submit(slot, action)
             due = self.schedule.get(t, [])
-            views = {slot: self.view(slot, halted) for slot in due}
+            public = self.snapshot(halted)
+            views = {slot: self.view(slot, public) for slot in due}
             llm_due = {s: v for s, v in views.items() if s not in self.traders}
             llm_actions = self.pool.decide(t, llm_due) if llm_due else {}
             for slot in due:

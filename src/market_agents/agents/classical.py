@@ -9,6 +9,7 @@ so no single order can sweep the book to an absurd price.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -16,12 +17,16 @@ from market_agents.agents.base import Trader
 from market_agents.market.types import BUY, SELL, AssetView, Cancel, MarketView, Order
 
 
+@lru_cache(maxsize=64)
 def realized_vol(prices: tuple[float, ...]) -> float:
-    """Standard deviation of recent log changes of the mid price (0 with too little history)."""
+    """Root mean square of recent log changes of the mid price (0 with too little history).
+
+    Cached: every market maker reads the same price tuple in a tick."""
     if len(prices) < 3:
         return 0.0
-    r = np.diff(np.log(np.asarray(prices)))
-    return float(np.sqrt(np.mean(r * r)))
+    logs = [math.log(p) for p in prices]
+    steps = zip(logs, logs[1:], strict=False)
+    return math.sqrt(sum((b - a) ** 2 for a, b in steps) / (len(logs) - 1))
 
 
 def ref_price(a: AssetView) -> float:
@@ -41,8 +46,11 @@ class MarketMaker(Trader):
         self.vol_mult = rng.uniform(0.75, 1.5)
         self.inventory_aversion = rng.uniform(0.00025, 0.00035)
         self.size = int(rng.integers(3, 8))
-        self.trade_weight = rng.uniform(0.75, 0.85)
+        self.trade_weight = rng.uniform(0.55, 0.65)
         self.target = target_shares
+        self.seen_value: dict[int, float] = {}
+        self.seen_last: dict[int, float] = {}
+        self.news_since_trade: dict[int, float] = {}
 
     def decide(self, view: MarketView) -> list[Order | Cancel]:
         out: list[Order | Cancel] = [Cancel()]
@@ -51,11 +59,19 @@ class MarketMaker(Trader):
                 continue
             # Centring on the mid alone chases orders resting inside the spread (positive
             # autocorrelation); on the last trade alone it bounces (negative). A blend of the
-            # two leaves mid-price returns close to unpredictable.
-            mid = self.trade_weight * a.last_price + (1 - self.trade_weight) * ref_price(a)
+            # two leaves mid-price returns close to unpredictable. Public news moves the quotes
+            # at once: a jump, not a drift toward V^pub.
+            news = a.public_value - self.seen_value.get(a.asset, a.public_value)
+            self.seen_value[a.asset] = a.public_value
+            if a.last_price != self.seen_last.get(a.asset):
+                self.seen_last[a.asset] = a.last_price
+                self.news_since_trade[a.asset] = 0.0
+            self.news_since_trade[a.asset] = self.news_since_trade.get(a.asset, 0.0) + news
+            last = a.last_price + self.news_since_trade[a.asset]
+            ref = self.trade_weight * last + (1 - self.trade_weight) * (ref_price(a) + news)
             vol = realized_vol(a.recent_prices)
             skew = self.inventory_aversion * (a.shares - self.target) / self.size
-            center = mid * (1.0 - skew)
+            center = ref * (1.0 - skew)
             half = center * (self.half_spread + self.vol_mult * vol)
             out.append(Order(BUY, self.size, round(center - half, 2), a.asset, ttl=1))
             out.append(Order(SELL, self.size, round(center + half, 2), a.asset, ttl=1))
