@@ -15,7 +15,8 @@ COMMANDS = ["run", "validate", "schema", "dag", "outcomes", "gather", "sensitivi
             "cell", "design", "bazaar", "gate", "pilot", "freeze"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """All subcommands, or just ``only``: importing one command's module keeps start-up fast."""
     parser = argparse.ArgumentParser(
         prog="ma",
         description="market_agents: an artificial stock market with LLM traders. "
@@ -23,12 +24,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        importlib.import_module(f"market_agents.commands.{name}").register(sub)
+        if only is None or name == only:
+            importlib.import_module(f"market_agents.commands.{name}").register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
