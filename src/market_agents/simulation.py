@@ -217,8 +217,8 @@ class Run:
             agents["n_decisions"].append(self.decisions[slot])
         tables = {
             "ticks": pl.DataFrame(rows, schema=TICKS_SCHEMA),
-            "trades": pl.DataFrame(ex.trade_log, schema=TRADES_SCHEMA),
-            "orders": pl.DataFrame(ex.order_log, schema=ORDERS_SCHEMA),
+            "trades": pl.DataFrame(ex.trade_rows, schema=TRADES_SCHEMA, orient="row"),
+            "orders": pl.DataFrame(ex.order_rows, schema=ORDERS_SCHEMA, orient="row"),
             "agents": pl.DataFrame(agents, schema=AGENTS_SCHEMA),
         }
         llm_rows = self.pool.records() if self.pool else []
@@ -228,7 +228,7 @@ class Run:
         summary = {
             "final_conservation_ok": ex.conservation_ok(),
             "halts": ex.halts,
-            "n_rejects": sum(1 for s in ex.order_log["status"] if s == "rejected"),
+            "n_rejects": sum(1 for row in ex.order_rows if row[8] == "rejected"),
             "margin_calls": self.margin.calls,
             "n_llm_agents": len(self.population.llm_slots),
         }

@@ -48,12 +48,9 @@ class Exchange:
         self.hooks: list = []
         self.tick_volume = [0] * n_assets
         self.tick_trades = [0] * n_assets
-        self.order_log: dict[str, list] = {k: [] for k in (
-            "tick", "slot", "asset", "order_id", "kind", "side", "qty", "price", "status",
-            "reason", "is_llm")}
-        self.trade_log: dict[str, list] = {k: [] for k in (
-            "tick", "asset", "price", "qty", "buyer", "seller", "aggressor", "buyer_llm",
-            "seller_llm")}
+        # Logs are lists of row tuples (cheap to append); see ORDER_COLUMNS, TRADE_COLUMNS.
+        self.order_rows: list[tuple] = []
+        self.trade_rows: list[tuple] = []
         self._initial: tuple[int, list[int]] | None = None
 
     # --- units --------------------------------------------------------------------------------
@@ -246,16 +243,8 @@ class Exchange:
         self.last[asset] = price
         self.tick_volume[asset] += qty
         self.tick_trades[asset] += 1
-        log = self.trade_log
-        log["tick"].append(self.tick)
-        log["asset"].append(asset)
-        log["price"].append(self.to_price(price))
-        log["qty"].append(qty)
-        log["buyer"].append(buyer.slot)
-        log["seller"].append(seller.slot)
-        log["aggressor"].append(taker_side)
-        log["buyer_llm"].append(buyer.is_llm)
-        log["seller_llm"].append(seller.is_llm)
+        self.trade_rows.append((self.tick, asset, self.to_price(price), qty, buyer.slot,
+                                seller.slot, taker_side, buyer.is_llm, seller.is_llm))
 
     def _auction(self, asset: int) -> None:
         book = self.books[asset]
@@ -287,15 +276,24 @@ class Exchange:
     # --- log ----------------------------------------------------------------------------------
     def _log(self, acct: Account, asset: int, oid: int, kind: str, side: int, qty: int,
              price: float | None, status: str, reason: str | None) -> None:
-        log = self.order_log
-        log["tick"].append(self.tick)
-        log["slot"].append(acct.slot)
-        log["asset"].append(asset)
-        log["order_id"].append(oid)
-        log["kind"].append(kind)
-        log["side"].append(side)
-        log["qty"].append(qty)
-        log["price"].append(price)
-        log["status"].append(status)
-        log["reason"].append(reason)
-        log["is_llm"].append(acct.is_llm)
+        self.order_rows.append((self.tick, acct.slot, asset, oid, kind, side, qty, price, status,
+                                reason, acct.is_llm))
+
+    @property
+    def order_log(self) -> dict[str, list]:
+        return _columns(ORDER_COLUMNS, self.order_rows)
+
+    @property
+    def trade_log(self) -> dict[str, list]:
+        return _columns(TRADE_COLUMNS, self.trade_rows)
+
+
+ORDER_COLUMNS = ("tick", "slot", "asset", "order_id", "kind", "side", "qty", "price", "status",
+                 "reason", "is_llm")
+TRADE_COLUMNS = ("tick", "asset", "price", "qty", "buyer", "seller", "aggressor", "buyer_llm",
+                 "seller_llm")
+
+
+def _columns(names: tuple[str, ...], rows: list[tuple]) -> dict[str, list]:
+    cols = list(zip(*rows, strict=True)) if rows else [()] * len(names)
+    return {name: list(col) for name, col in zip(names, cols, strict=True)}

@@ -7,13 +7,15 @@ Prices in orders are floats in currency units; the exchange works in integer tic
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 BUY = 1
 SELL = -1
 
 
-@dataclass(frozen=True, slots=True)
-class Order:
+# Orders, cancels and fills are NamedTuples: tens of thousands are made per run, and a
+# NamedTuple is three times cheaper to build than a frozen dataclass.
+class Order(NamedTuple):
     """A limit order (``price`` set) or a market order (``price=None``, immediate-or-cancel)."""
 
     side: int  # BUY or SELL
@@ -23,16 +25,14 @@ class Order:
     ttl: int | None = None  # ticks to live; None: the exchange default
 
 
-@dataclass(frozen=True, slots=True)
-class Cancel:
+class Cancel(NamedTuple):
     """Cancel one resting order by id, or every resting order of the trader (``order_id=None``)."""
 
     order_id: int | None = None
     asset: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Fill:
+class Fill(NamedTuple):
     tick: int
     asset: int
     side: int  # from the trader's point of view

@@ -1,0 +1,89 @@
+"""Engine speed: one classical baseline run in-process, the whole `ma run` process, and PAMS.
+
+Every figure is a ratio against a baseline measured in the same run (the machine is shared):
+- in-process: `simulate(baseline, seed)` against PAMS's CI2002 sample (100 FCN agents, 600
+  steps), which runs in its own uv environment because PAMS needs numpy < 2;
+- whole process: `ma run config/baseline.yaml` against `python -c "import numpy, polars,
+  pydantic, yaml"` (the import floor no run can go below).
+
+    .venv/bin/python bench/bench_engine.py [--repeats 7] [--no-pams]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MA = [sys.executable, "-m", "market_agents.cli"]
+
+
+def timed(cmd: list[str], repeats: int) -> list[float]:
+    out = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, cwd=ROOT, capture_output=True)
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def in_process(repeats: int) -> tuple[list[float], int]:
+    from market_agents.config import load_config
+    from market_agents.simulation import simulate
+
+    config = load_config(ROOT / "config" / "baseline.yaml")
+    simulate(config, 1, progress=False)  # warm-up
+    times, orders = [], 0
+    for seed in range(1, repeats + 1):
+        start = time.perf_counter()
+        tables = simulate(config, seed, progress=False)
+        times.append(time.perf_counter() - start)
+        orders = tables["orders"].height
+    return times, orders
+
+
+def pams(repeats: int) -> list[float] | None:
+    cmd = ["uv", "run", "--quiet", "--no-project", "--with", "pams==0.3.0", "python",
+           str(ROOT / "bench" / "pams_ci2002.py"), str(repeats + 1)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode != 0:
+        print(f"PAMS not timed: {proc.stderr.strip()[-300:]}", file=sys.stderr)
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])[1:]  # drop the warm-up
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--no-pams", action="store_true")
+    args = parser.parse_args()
+    med = statistics.median
+
+    ours, n_orders = in_process(args.repeats)
+    print(f"in-process baseline run (100 traders, 600 ticks): median {med(ours) * 1e3:.1f} ms "
+          f"over {args.repeats} seeds; {n_orders} order/cancel messages per run")
+    if not args.no_pams:
+        theirs = pams(args.repeats)
+        if theirs:
+            print(f"PAMS CI2002 (100 FCN agents, 600 steps), same machine: median "
+                  f"{med(theirs) * 1e3:.1f} ms")
+            print(f"  ratio PAMS / ours, per run: {med(theirs) / med(ours):.2f}x "
+                  f"(>1: ours faster)")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        floor = timed([sys.executable, "-c", "import numpy, polars, pydantic, yaml"],
+                      args.repeats)
+        whole = timed(MA + ["run", "config/baseline.yaml", "--seed", "1", "--out",
+                            f"{tmp}/run", "--quiet"], args.repeats)
+    print(f"whole process `ma run`: median {med(whole):.3f} s; import floor "
+          f"(numpy, polars, pydantic, yaml) {med(floor):.3f} s; ratio {med(whole) / med(floor):.2f}x")
+
+
+if __name__ == "__main__":
+    main()
