@@ -82,7 +82,8 @@ def main() -> None:
         whole = timed(MA + ["run", "config/baseline.yaml", "--seed", "1", "--out",
                             f"{tmp}/run", "--quiet"], args.repeats)
     print(f"whole process `ma run`: median {med(whole):.3f} s; import floor "
-          f"(numpy, polars, pydantic, yaml) {med(floor):.3f} s; ratio {med(whole) / med(floor):.2f}x")
+          f"(numpy, polars, pydantic, yaml) {med(floor):.3f} s; "
+          f"ratio {med(whole) / med(floor):.2f}x")
 
 
 if __name__ == "__main__":
