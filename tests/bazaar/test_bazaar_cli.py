@@ -63,7 +63,9 @@ def test_eval_mock_writes_transcripts_scores_summary_and_replays_from_cache(tmp_
     scores = pl.read_parquet(tmp_path / "a" / "scores.parquet")
     assert scores["seed"].to_list() == list(range(1_000_000, 1_000_006))
     lines = (tmp_path / "a" / "transcripts.jsonl").read_text().splitlines()
-    assert len(lines) == 6 and json.loads(lines[0])["messages"]
+    first = json.loads(lines[0])
+    assert len(lines) == 6 and first["messages"]
+    assert len(first["llm"]) == len(first["messages"]) and not first["llm"][0]["cache_hit"]
 
     assert main([*args, "--out", str(tmp_path / "b")]) == 0
     again = json.loads((tmp_path / "b" / "summary.json").read_text())

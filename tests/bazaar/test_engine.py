@@ -48,6 +48,31 @@ def test_score_marks_net_worth_at_the_final_index():
     assert result["reward"] == pytest.approx(result["score"] + t.format_bonus)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(MESSAGES + ["quote 95 5 105 5", "x", "sell 9"]), max_size=25),
+       st.sampled_from(list(TIERS)), st.integers(0, 2**32 - 1))
+def test_determinism_for_any_message_sequence(messages, tier, seed):
+    assert _run(tier, seed, messages) == _run(tier, seed, messages)
+
+
+@pytest.mark.parametrize("tier, message, reason", [
+    ("maker_micro", "quote 99 6 101 1", "quote size 6 exceeds max size 5"),
+    ("maker_micro", "quote 99 1 101 6", "quote size 6 exceeds max size 5"),
+    ("maker_micro", "quote 300 4 301 1", "bid 300 x 4 needs 1200.00, cash is 1000.00"),
+    ("maker_micro", "quote 99 1 101 5", None),
+    ("credit_micro", "sell 3", "sell 3 exceeds inventory 2"),
+    ("credit_micro", "buy 9", "buy 9 exceeds max size 8"),
+])
+def test_tier_limits(tier, message, reason):
+    env = BazaarEnv(tier)
+    env.reset(1)
+    obs, _, _, info = env.step(message)
+    if reason is None:
+        assert info["legal"]
+    else:
+        assert obs.startswith(f"illegal: {reason}")
+
+
 @pytest.mark.parametrize("message, reason", [
     ("quote 99 1 101 1", "quote is only allowed on maker tiers"),
     ("buy 3", "buy 3 exceeds max size 2"),

@@ -100,7 +100,8 @@ def evaluate(client, tier: Tier, provider: str, model: str, seeds: list[int], ll
     episodes: dict[int, dict] = {}
     for s, env in envs.items():
         chats[s] = [Message("system", system), Message("user", env.reset(s))]
-        episodes[s] = {"messages": [], "calls": 0, "usd": 0.0, "invalid": 0, "stopped": None}
+        episodes[s] = {"messages": [], "calls": 0, "usd": 0.0, "invalid": 0, "stopped": None,
+                       "llm": []}
     for _ in range(tier.horizon * MAX_MESSAGES_PER_TURN + 1):
         live = [s for s in seeds if not envs[s].done and episodes[s]["stopped"] is None]
         if not live:
@@ -118,6 +119,10 @@ def evaluate(client, tier: Tier, provider: str, model: str, seeds: list[int], ll
             ep = episodes[s]
             ep["calls"] += 1
             ep["usd"] += res.usd
+            ep["llm"].append({"cache_hit": res.cache_hit, "error": res.error_class,
+                              "usd": res.usd, "tokens_in": res.usage.input,
+                              "tokens_out": res.usage.output,
+                              "latency_s": round(res.latency_s, 4)})
             if res.text is None:  # budget halt or failure after retries: no answer exists
                 ep["stopped"] = res.error_class or "failed"
                 continue
@@ -136,7 +141,7 @@ def evaluate(client, tier: Tier, provider: str, model: str, seeds: list[int], ll
         out.append({"seed": s, **{k: rep[k] for k in SCORE_KEYS}, "truncated": rep["truncated"],
                     "stopped": ep["stopped"], "calls": ep["calls"], "usd": ep["usd"],
                     "invalid_messages": ep["invalid"], "messages": ep["messages"],
-                    "transcript": rep["transcript"]})
+                    "transcript": rep["transcript"], "llm": ep["llm"]})
     return out
 
 
@@ -149,10 +154,11 @@ def write_outputs(out: Path, tier: Tier, provider: str, model: str, split: str,
         for ep in episodes:
             f.write(json.dumps({"tier": tier.name, "provider": provider, "model": model,
                                 "seed": ep["seed"], "messages": ep["messages"],
-                                "transcript": ep["transcript"]}, separators=(",", ":")) + "\n")
+                                "transcript": ep["transcript"], "llm": ep["llm"]},
+                               separators=(",", ":")) + "\n")
     (out / "transcripts.jsonl.tmp").replace(out / "transcripts.jsonl")
     rows = [{"tier": tier.name, "provider": provider, "model": model,
-             **{k: v for k, v in ep.items() if k not in ("messages", "transcript")}}
+             **{k: v for k, v in ep.items() if k not in ("messages", "transcript", "llm")}}
             for ep in episodes]
     pl.DataFrame(rows).write_parquet(out / "scores.parquet")
     seeds = [ep["seed"] for ep in episodes]
