@@ -1,7 +1,10 @@
-"""A live design on the local fake OpenAI server, killed with SIGKILL halfway and resumed:
-no paid request reaches the server again and outcomes.parquet equals an uninterrupted run's."""
+"""The live pilot on the local fake OpenAI server, killed with SIGKILL halfway and resumed: no
+paid request reaches the server again, outcomes.parquet equals an uninterrupted run's, the pilot
+manifest is written, and a re-approval by the budget gate re-runs no finished live run."""
 
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -12,8 +15,9 @@ from wfhelp import ROOT, env, smk, smk_cmd
 
 from market_agents.llm.fakeserver import FakeAPI
 
-TARGET = "results/runs/live/outcomes.parquet"
-RUNS = [f"results/runs/live/share_25/seed{s:04d}/manifest.json" for s in (1, 2, 3)]
+GATHERED = "results/runs/pilot_openai/outcomes.parquet"
+GATE = "results/manifests/budget/pilot_openai_all.json"
+LIVE = [f"results/runs/pilot_openai/share_25/seed{s:04d}/manifest.json" for s in (1, 2, 3)]
 
 
 def _project(path):
@@ -21,49 +25,63 @@ def _project(path):
     return path
 
 
-def test_kill_and_resume_sends_no_request_twice(tmp_path):
+def test_kill_resume_pilot_and_reapproval(tmp_path):
     clean = _project(tmp_path / "clean")
     with FakeAPI(latency_s=0.01) as api:
         keys = dict(OPENAI_BASE_URL=f"{api.url}/v1", OPENAI_API_KEY="sk-test")
-        done = smk(clean, "--cores", "2", TARGET, **keys)
+        done = smk(clean, "--cores", "2", "pilot", **keys)
         assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-        assert len(api.requests) == 75
+        assert len(api.requests) == 75  # 5 LLM agents x 5 decisions x 3 seeds
         # Two LLM agents with the same view in the same tick send byte-identical requests
         # concurrently, so a request can legitimately appear twice in one uninterrupted run.
         clean_seen = dict(api.seen)
-    expected = pl.read_parquet(clean / TARGET)
+    expected = pl.read_parquet(clean / GATHERED)
+    pilot = json.loads((clean / "results/manifests/pilot.json").read_text())
+    assert pilot["decisions"] == 75 and set(pilot["criteria"]) == {
+        "validity", "failures", "cost_per_decision", "no_budget_halts"}
+    assert pilot["sigma_d"]["share_25"]["n_pairs"] == 3
 
     killed = _project(tmp_path / "killed")
     with FakeAPI(latency_s=0.01) as api:
         keys = dict(OPENAI_BASE_URL=f"{api.url}/v1", OPENAI_API_KEY="sk-test")
-        proc = subprocess.Popen(smk_cmd("--cores", "2", TARGET), cwd=killed, env=env(**keys),
+        proc = subprocess.Popen(smk_cmd("--cores", "2", "pilot"), cwd=killed, env=env(**keys),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
         deadline = time.monotonic() + 240
         # Live runs are serialized (api=1): kill as soon as the first one is complete.
-        while not any((killed / r).exists() for r in RUNS):
+        while not any((killed / r).exists() for r in LIVE):
             assert proc.poll() is None and time.monotonic() < deadline, "run ended before a kill"
             time.sleep(0.01)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        finished = sum((killed / r).exists() for r in RUNS)
-        assert 1 <= finished < 3
+        assert 1 <= sum((killed / r).exists() for r in LIVE) < 3
         paid_before = len(api.requests)
 
-        stale = smk(killed, "--cores", "2", TARGET, **keys)
+        stale = smk(killed, "--cores", "2", "pilot", **keys)
         assert stale.returncode != 0 and "--unlock" in stale.stdout + stale.stderr
-        assert smk(killed, "--unlock", TARGET, **keys).returncode == 0
-        resumed = smk(killed, "--cores", "2", TARGET, **keys)
+        assert smk(killed, "--unlock", "pilot", **keys).returncode == 0
+        resumed = smk(killed, "--cores", "2", "pilot", **keys)
         assert resumed.returncode == 0, (resumed.stdout + resumed.stderr)[-3000:]
-
         # Exactly the requests of the uninterrupted run, none again: the cache served what the
         # killed run had paid for.
         assert dict(api.seen) == clean_seen, "a paid request was sent again after the kill"
-        assert len(api.requests) == 75 and paid_before < 75
+        assert paid_before < 75
+
+        # Re-approval: the gate runs again, no finished live run re-runs.
+        stamps = {r: (killed / r).stat().st_mtime_ns for r in LIVE + [GATE]}
+        again = smk(killed, "--cores", "2", "pilot", "--forcerun", "gate", **keys)
+        assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
+        jobs = again.stdout + again.stderr
+        assert re.search(r"^gate\s+1$", jobs, re.M)  # the job stats table
+        assert not re.search(r"^simulate_live\s+\d+$", jobs, re.M)
+        assert (killed / GATE).stat().st_mtime_ns > stamps.pop(GATE)
+        assert stamps == {r: (killed / r).stat().st_mtime_ns for r in LIVE}
+        assert dict(api.seen) == clean_seen
+
     # A run whose files were complete but whose job Snakemake had not yet recorded is re-run
     # from the cache: same outcomes, only the serving bookkeeping differs (cache hits, and
     # nothing paid the second time).
-    got = pl.read_parquet(killed / TARGET)
+    got = pl.read_parquet(killed / GATHERED)
     serving = ["llm_cached_hits", "llm_usd_spent"]
     assert got.drop(serving).equals(expected.drop(serving))
     replayed = got.filter(pl.col("llm_cached_hits") == 1.0)

@@ -10,12 +10,15 @@ from market_agents.llm.fakeserver import FakeAPI
 
 
 def test_exploratory_runs_then_nothing_to_do(workdir):
-    first = smk(workdir, "--cores", "2", "exploratory")
+    first = smk(workdir, "--cores", "2", "exploratory",
+                "results/runs/exploratory/sensitivity.parquet")
     assert first.returncode == 0, first.stderr[-3000:]
     table = pl.read_parquet(workdir / "results/runs/exploratory/outcomes.parquet")
     assert sorted(zip(table["cell"], table["seed"], strict=True)) == [
         ("share_0", 1), ("share_0", 2), ("share_25", 1), ("share_25", 2)]
     assert (table.filter(pl.col("cell") == "share_25")["n_llm_decisions"] > 0).all()
+    grid = pl.read_parquet(workdir / "results/runs/exploratory/sensitivity.parquet")
+    assert grid.height > 0
     second = smk(workdir, "--cores", "2", "exploratory")
     assert second.returncode == 0
     assert "Nothing to be done" in second.stdout + second.stderr
