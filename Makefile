@@ -41,7 +41,7 @@ SMK := $(VENV)/snakemake
 TARGET ?= exploratory
 CORES ?= 2
 
-.PHONY: workflow dryrun dag schema unlock
+.PHONY: workflow dryrun dag schema unlock report
 
 workflow: setup  ## make workflow TARGET=tier_T1 CORES=8
 	$(SMK) --cores $(CORES) $(TARGET)
@@ -57,3 +57,6 @@ schema: setup  ## regenerate workflow/schemas/*.schema.json after changing a con
 
 unlock: setup  ## after a killed run: release Snakemake's lock, then re-run the target
 	$(SMK) --unlock $(TARGET)
+
+report: setup  ## Snakemake HTML report (DAG, outcomes, pilot and freeze manifests) of TARGET
+	$(SMK) $(TARGET) --report results/report.html

@@ -7,7 +7,8 @@ rule freeze:
         pilot=ancient("results/manifests/pilot.json"),
         design=ancient(design_file(WF.confirmatory)),
     output:
-        freeze=protected("results/manifests/freeze.json"),
+        freeze=protected(report("results/manifests/freeze.json",
+                                caption="../workflow/report/freeze.rst", category="Manifests")),
     log:
         "results/logs/freeze.log",
     shell:

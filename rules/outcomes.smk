@@ -19,7 +19,8 @@ rule gather:
     input:
         outcomes=design_outcomes,
     output:
-        parquet="results/{kind}/{design}/outcomes.parquet",
+        parquet=report("results/{kind}/{design}/outcomes.parquet",
+                       caption="../workflow/report/outcomes.rst", category="Outcomes"),
     log:
         "results/logs/gather/{kind}/{design}.log",
     params:

@@ -6,7 +6,8 @@ rule pilot_manifest:
         outcomes=gathered(WF.pilot),
         spent=spent_path(WF.pilot, NO_TIER),
     output:
-        manifest="results/manifests/pilot.json",
+        manifest=report("results/manifests/pilot.json", caption="../workflow/report/pilot.rst",
+                        category="Manifests"),
     log:
         "results/logs/pilot.log",
     params:

@@ -4,7 +4,8 @@
 rule dag:
     output:
         dot="results/dag/protocol.dot",
-        svg="results/dag/protocol.svg",
+        svg=report("results/dag/protocol.svg", caption="../workflow/report/dag.rst",
+                   category="Workflow"),
         mermaid="results/dag/protocol.mmd",
     log:
         "results/logs/dag.log",
