@@ -116,7 +116,7 @@ class PopulationConfig(_Strict):
     initial_cash: float = Field(default=20_000.0, ge=0)
     initial_shares: int = Field(default=20, ge=0)
     mm_initial_cash: float = Field(default=100_000.0, ge=0)
-    mm_initial_shares: int = Field(default=280, ge=0)
+    mm_initial_shares: int = Field(default=290, ge=0)
     slot_types: dict[int, ClassicalType] = Field(
         default_factory=dict, description="pin the classical type of given slots"
     )
