@@ -12,7 +12,7 @@ setup: $(VENV)/ma
 
 $(VENV)/ma: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
-	$(UV) sync --all-extras --locked
+	$(UV) sync --all-extras --locked --compile-bytecode
 	@touch $@
 
 # The main job on built-in defaults (the mock provider: no key, no cost).

@@ -29,6 +29,11 @@ def realized_vol(prices: tuple[float, ...]) -> float:
     return math.sqrt(sum((b - a) ** 2 for a, b in steps) / (len(logs) - 1))
 
 
+def withdraw(view: MarketView) -> list[Order | Cancel]:
+    """Start a decision by cancelling the trader's resting orders (nothing to send if none)."""
+    return [Cancel()] if view.open_orders else []
+
+
 def ref_price(a: AssetView) -> float:
     return a.mid_price if a.mid_price > 0 else a.last_price
 
@@ -53,7 +58,7 @@ class MarketMaker(Trader):
         self.news_since_trade: dict[int, float] = {}
 
     def decide(self, view: MarketView) -> list[Order | Cancel]:
-        out: list[Order | Cancel] = [Cancel()]
+        out = withdraw(view)
         for a in view.assets:
             if a.halted:
                 continue
@@ -91,7 +96,7 @@ class Fundamentalist(Trader):
         self.max_qty = int(rng.integers(4, 12))
 
     def decide(self, view: MarketView) -> list[Order | Cancel]:
-        out: list[Order | Cancel] = [Cancel()]
+        out = withdraw(view)
         for a in view.assets:
             if a.halted:
                 continue
@@ -131,7 +136,7 @@ class TrendFollower(Trader):
         return BUY if move > self.threshold else SELL if move < -self.threshold else 0
 
     def decide(self, view: MarketView) -> list[Order | Cancel]:
-        out: list[Order | Cancel] = [Cancel()]
+        out = withdraw(view)
         for a in view.assets:
             side = self.signal(a)
             if side and not a.halted:
@@ -152,7 +157,7 @@ class NoiseTrader(Trader):
         self.max_qty = int(rng.integers(2, 8))
 
     def decide(self, view: MarketView) -> list[Order | Cancel]:
-        out: list[Order | Cancel] = [Cancel()]
+        out = withdraw(view)
         for a in view.assets:
             # Draw the same variates whether or not the market is halted, so the draws of
             # later decisions never depend on halts.
@@ -195,7 +200,7 @@ class StatArb(Trader):
         self.qty = int(rng.integers(2, 6))
 
     def decide(self, view: MarketView) -> list[Order | Cancel]:
-        out: list[Order | Cancel] = [Cancel()]
+        out = withdraw(view)
         if len(view.assets) < 2 or any(a.halted for a in view.assets[:2]):
             return out
         a0, a1 = view.assets[0], view.assets[1]
