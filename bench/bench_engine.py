@@ -48,14 +48,15 @@ def in_process(repeats: int) -> tuple[list[float], int]:
     return times, orders
 
 
-def pams(repeats: int) -> list[float] | None:
+def pams(repeats: int) -> tuple[list[float], int] | None:
     cmd = ["uv", "run", "--quiet", "--no-project", "--with", "pams==0.3.0", "python",
            str(ROOT / "bench" / "pams_ci2002.py"), str(repeats + 1)]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if proc.returncode != 0:
         print(f"PAMS not timed: {proc.stderr.strip()[-300:]}", file=sys.stderr)
         return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])[1:]  # drop the warm-up
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result["times"][1:], result["messages"]  # drop the warm-up run
 
 
 def main() -> None:
@@ -69,11 +70,13 @@ def main() -> None:
     print(f"in-process baseline run (100 traders, 600 ticks): median {med(ours) * 1e3:.1f} ms "
           f"over {args.repeats} seeds; {n_orders} order/cancel messages per run")
     if not args.no_pams:
-        theirs = pams(args.repeats)
-        if theirs:
+        timed_pams = pams(args.repeats)
+        if timed_pams:
+            theirs, their_orders = timed_pams
             print(f"PAMS CI2002 (100 FCN agents, 600 steps), same machine: median "
-                  f"{med(theirs) * 1e3:.1f} ms")
-            print(f"  ratio PAMS / ours, per run: {med(theirs) / med(ours):.2f}x "
+                  f"{med(theirs) * 1e3:.1f} ms; {their_orders} order/cancel messages per run")
+            print(f"  ratio PAMS / ours, per run: {med(theirs) / med(ours):.2f}x; "
+                  f"per message: {(med(theirs) / their_orders) / (med(ours) / n_orders):.2f}x "
                   f"(>1: ours faster)")
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,7 +1,8 @@
 """Time PAMS on its CI2002 sample (100 FCN agents, 100 + 500 steps) in-process.
 
 Runs in its own environment (PAMS needs numpy < 2); bench_engine.py starts it with
-`uv run --no-project --with pams==0.3.0`. Prints one JSON line: the per-run seconds.
+`uv run --no-project --with pams==0.3.0`. Prints one JSON line: per-run seconds and
+order messages per run.
 """
 
 import json
@@ -34,14 +35,28 @@ CONFIG = {
 }
 
 
+class CountingLogger(Logger):
+    """Counts order messages, so throughput can be compared per message as well as per run."""
+
+    orders = 0
+
+    def process_order_log(self, log) -> None:
+        CountingLogger.orders += 1
+
+    def process_cancel_log(self, log) -> None:
+        CountingLogger.orders += 1
+
+
 def main(repeats: int) -> None:
     times = []
     for seed in range(repeats):
+        CountingLogger.orders = 0
         start = time.perf_counter()
-        runner = SequentialRunner(settings=CONFIG, prng=random.Random(seed), logger=Logger())
+        runner = SequentialRunner(settings=CONFIG, prng=random.Random(seed),
+                                  logger=CountingLogger())
         runner.main()
         times.append(time.perf_counter() - start)
-    print(json.dumps(times))
+    print(json.dumps({"times": times, "messages": CountingLogger.orders}))
 
 
 if __name__ == "__main__":
