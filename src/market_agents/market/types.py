@@ -13,7 +13,7 @@ BUY = 1
 SELL = -1
 
 
-# Orders, cancels and fills are NamedTuples: tens of thousands are made per run, and a
+# Orders and cancels are NamedTuples: tens of thousands are made per run, and a
 # NamedTuple is three times cheaper to build than a frozen dataclass.
 class Order(NamedTuple):
     """A limit order (``price`` set) or a market order (``price=None``, immediate-or-cancel)."""
@@ -30,14 +30,6 @@ class Cancel(NamedTuple):
 
     order_id: int | None = None
     asset: int | None = None
-
-
-class Fill(NamedTuple):
-    tick: int
-    asset: int
-    side: int  # from the trader's point of view
-    qty: int
-    price: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,4 +60,3 @@ class MarketView:
     max_leverage: float  # 1.0 for unlevered traders
     open_orders: tuple[tuple[int, int, int, float, int], ...] = field(default=())
     # (order_id, asset, side, price, remaining qty)
-    recent_fills: tuple[Fill, ...] = field(default=())
