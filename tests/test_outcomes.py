@@ -189,3 +189,13 @@ def test_placebo_ignores_news_the_price_follows(tmp_path):
     p[455:] *= 1.03  # a 3 % reaction to nothing
     assert score_run(make_run(tmp_path / "s", p, v, shocks=shocks))["placebo_move"] == \
         pytest.approx(0.03)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.floats(-0.9, 0.9), st.integers(1, 3), st.integers(1, 12))
+def test_dy_is_bounded_and_symmetric_in_asset_order(seed, rho, p, horizon):
+    rng = np.random.default_rng(seed)
+    x = rng.multivariate_normal([0, 0], [[1, rho], [rho, 1]], size=300)
+    s = spillover_dy(x, p, horizon)
+    assert 0.0 <= s <= 50.0 + 1e-9  # 100 (N - 1) / N for N = 2
+    assert spillover_dy(x[:, ::-1], p, horizon) == pytest.approx(s)
