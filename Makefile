@@ -6,7 +6,7 @@ VENV := .venv/bin
 DESIGN ?= exploratory
 WORKERS ?= 2
 
-.PHONY: setup run test check lint bench validate clean
+.PHONY: setup run evaluate test check lint bench validate clean
 
 setup: $(VENV)/ma
 
@@ -15,9 +15,21 @@ $(VENV)/ma: pyproject.toml uv.lock
 	$(UV) sync --all-extras --locked --compile-bytecode
 	@touch $@
 
-# The main job on built-in defaults (the mock provider: no key, no cost).
+# The main job on built-in defaults (the mock provider: no key, no cost). With RUN_ID, the run
+# contract: config/run/$(RUN_ID).yaml's Snakemake target at MODE (sanity|pilot|full), raw inputs
+# in results/contract/$(RUN_ID)/$(MODE)/eval_inputs/, then `make evaluate` writes metrics.json.
+RUN_ID ?=
+MODE ?= sanity
 run: setup
+ifeq ($(strip $(RUN_ID)),)
 	$(VENV)/ma run config/baseline.yaml --seed 1 --out results/runs/baseline/seed0001
+else
+	$(VENV)/python -m src.main --run-id $(RUN_ID) --mode $(MODE)
+	$(MAKE) --no-print-directory evaluate RUN_ID=$(RUN_ID) MODE=$(MODE)
+endif
+
+evaluate: setup
+	$(VENV)/python -m src.evaluate --run-id $(RUN_ID) --mode $(MODE)
 
 test: setup
 	$(VENV)/pytest -n $(WORKERS)

@@ -64,7 +64,7 @@ def runs(design_name, tier=None, mock=False):
     """(cell, seed) of the runs a target needs: the design's plan, less the gate's cuts."""
     d = design(design_name)
     out = []
-    for cell, seed in d.runs():
+    for cell, seed in d.runs(max_seeds=WF.max_seeds):
         label = tier_label(d, cell)
         if tier is not None and label != tier:
             continue
@@ -198,8 +198,14 @@ def cell_hash(wildcards):
     return config_hash(design(wildcards.design).cell_config(wildcards.cell, mock=mock))
 
 
-def mock_flag(wildcards):
-    return "--mock" if wildcards.kind == "rehearsal" else ""
+def gather_flags(wildcards):
+    """--mock for rehearsals; --allow-missing when max_seeds runs only part of each cell."""
+    flags = ["--mock"] if wildcards.kind == "rehearsal" else []
+    return " ".join(flags + (["--allow-missing"] if WF.max_seeds else []))
+
+
+def partial_flag(wildcards):
+    return "--allow-missing" if WF.max_seeds else ""
 
 
 def freeze_flag(wildcards):

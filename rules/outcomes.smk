@@ -25,6 +25,6 @@ rule gather:
         "results/logs/gather/{kind}/{design}.log",
     params:
         design=design_yaml,
-        mock=mock_flag,
+        flags=gather_flags,
     shell:
-        "ma gather {params.design} {params.mock} > {log} 2>&1"
+        "ma gather {params.design} {params.flags} > {log} 2>&1"

@@ -10,5 +10,6 @@ rule sensitivity_grid:
         "results/logs/sensitivity/{design}.log",
     params:
         design=design_yaml,
+        partial=partial_flag,
     shell:
-        "ma sensitivity {params.design} > {log} 2>&1"
+        "ma sensitivity {params.design} {params.partial} > {log} 2>&1"

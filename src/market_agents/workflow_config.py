@@ -35,6 +35,9 @@ class WorkflowConfig(BaseModel):
         default=0.10, ge=0, description="overrun of cumulative spend over plan that triggers cuts"
     )
     t1_min_seeds: int = Field(default=8, ge=1, description="T1 cells are never cut below this")
+    max_seeds: int | None = Field(
+        default=None, ge=1, description="only the first N seeds of every cell (a small stage)"
+    )
     bazaar_usd_cap: float = Field(
         default=1.0, ge=0, description="USD cap of one live Bazaar evaluation (ma bazaar eval)"
     )

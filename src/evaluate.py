@@ -1,0 +1,32 @@
+"""Contract evaluation: ``python -m src.evaluate --run-id RUN_ID --mode MODE`` reads
+results/contract/<run_id>/<mode>/eval_inputs/ and writes metrics.json beside it."""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from market_agents.contract import evaluate, load_run_spec, run_dir
+from market_agents.errors import MarketAgentsError
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m src.evaluate", description=__doc__)
+    p.add_argument("--run-id", required=True)
+    p.add_argument("--mode", default="sanity", choices=["sanity", "pilot", "full"])
+    p.add_argument("--workdir", type=Path, default=Path("."))
+    args = p.parse_args(argv)
+    try:
+        spec = load_run_spec(args.run_id, args.workdir)
+        out = args.workdir / run_dir(spec, args.mode)
+        metrics = evaluate(spec, out)
+    except MarketAgentsError as exc:
+        print(f"src.evaluate: error: {exc}", file=sys.stderr)
+        return 2
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    print(f"metrics -> {out / 'metrics.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

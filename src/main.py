@@ -1,0 +1,30 @@
+"""Contract entry point: ``python -m src.main --run-id RUN_ID --mode MODE`` runs the run's
+Snakemake target and writes its raw evaluation inputs to results/contract/<run_id>/<mode>/
+eval_inputs/. All logic lives in ``market_agents.contract``."""
+
+import argparse
+import sys
+from pathlib import Path
+
+from market_agents.contract import execute, load_run_spec
+from market_agents.errors import MarketAgentsError
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m src.main", description=__doc__)
+    p.add_argument("--run-id", required=True, help="config/run/<run_id>.yaml")
+    p.add_argument("--mode", default="sanity", choices=["sanity", "pilot", "full"])
+    p.add_argument("--workdir", type=Path, default=Path("."),
+                   help="project directory holding config/ and results/ (default: here)")
+    args = p.parse_args(argv)
+    try:
+        out = execute(load_run_spec(args.run_id, args.workdir), args.mode, args.workdir)
+    except MarketAgentsError as exc:
+        print(f"src.main: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"eval inputs -> {out / 'eval_inputs'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
