@@ -11,7 +11,8 @@ WORKERS ?= 2
 setup: $(VENV)/ma
 
 $(VENV)/ma: pyproject.toml uv.lock
-	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv \
+		|| $(PYTHON) -m pip install --quiet --user --break-system-packages uv
 	$(UV) sync --all-extras --locked --compile-bytecode
 	@touch $@
 
