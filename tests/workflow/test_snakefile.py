@@ -2,9 +2,10 @@
 do, dry runs count live jobs without calling anything, bad input gets a clear message."""
 
 import re
+import subprocess
 
 import polars as pl
-from wfhelp import smk
+from wfhelp import BIN, env, smk
 
 from market_agents.llm.fakeserver import FakeAPI
 
@@ -104,3 +105,12 @@ def test_bazaar_targets_run_on_the_mock(workdir):
     assert (workdir / "results/bazaar/anchors/anchors.parquet").stat().st_size > 0
     summary = workdir / "results/bazaar/eval/mock/mock-trader/micro/summary.json"
     assert summary.exists() and (workdir / "results/bazaar/exploits/exploits_micro.json").exists()
+
+
+def test_runs_made_by_ma_design_are_reused(workdir):
+    done = subprocess.run([str(BIN / "ma"), "design", "config/test/designs/exploratory.yaml",
+                           "--workers", "2", "--quiet"], cwd=workdir, env=env(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    dry = smk(workdir, "-n", "exploratory")
+    assert "Nothing to be done" in dry.stdout + dry.stderr
