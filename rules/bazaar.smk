@@ -1,10 +1,6 @@
 # Bazaar (the dealer-market environment): scripted anchors, the exploit pass and LLM evaluations
 # through the shared LLM layer. Mock evaluations are free; a live provider takes the api resource.
 
-from market_agents.bazaar.tiers import TIERS as _BAZAAR_TIERS
-
-BAZAAR_TIERS = sorted(_BAZAAR_TIERS)
-
 
 rule bazaar_anchors:
     output:

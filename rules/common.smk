@@ -109,6 +109,14 @@ def tier_target(design_name, tier):
 
 # --- input functions of the rules -------------------------------------------------------------
 
+RUN_FILES = ("config.yaml", "manifest.json", "ticks.parquet", "trades.parquet",
+             "orders.parquet", "agents.parquet", "llm_decisions.parquet")
+
+
+def run_outputs(prefix):
+    """The files `ma cell` writes into a run directory, named for `output:`."""
+    return {f.split(".")[0]: f"{prefix}/{{design}}/{{cell}}/seed{{seed}}/{f}" for f in RUN_FILES}
+
 
 def live_regex():
     """Designs and cells that have live runs: the only paths `simulate_live` may produce."""
@@ -230,6 +238,10 @@ def unknown_target(wildcards):
 
 # --- Bazaar -----------------------------------------------------------------------------------
 
+from market_agents.bazaar.tiers import TIERS as _BAZAAR_TIERS
+
+BAZAAR_TIERS = sorted(_BAZAAR_TIERS)
+
 
 def bazaar_eval_dir(wildcards):
     return f"results/bazaar/eval/{wildcards.provider}/{wildcards.model}/{wildcards.bz_tier}"
@@ -246,3 +258,6 @@ def bazaar_usd_cap(wildcards):
 
 def bazaar_api(wildcards):
     return 0 if wildcards.provider == "mock" else 1
+
+
+LIVE_DESIGNS, LIVE_CELLS = live_regex()

@@ -2,21 +2,12 @@
 # atomically by `ma cell`). Live runs have their own rule: they wait for the budget gate, are
 # serialized by the `api` resource and never re-run because a gate or design file was touched.
 
-RUN_FILES = ("config.yaml", "manifest.json", "ticks.parquet", "trades.parquet",
-             "orders.parquet", "agents.parquet", "llm_decisions.parquet")
-LIVE_DESIGNS, LIVE_CELLS = live_regex()
-
-
-def _run_outputs(prefix):
-    return {f.split(".")[0]: f"{prefix}/{{design}}/{{cell}}/seed{{seed}}/{f}" for f in RUN_FILES}
-
-
 ruleorder: simulate_live > simulate
 
 
 rule simulate:
     output:
-        **_run_outputs("results/runs"),
+        **run_outputs("results/runs"),
     log:
         "results/logs/simulate/{design}/{cell}/seed{seed}.log",
     params:
@@ -33,7 +24,7 @@ rule simulate_live:
     input:
         gate=ancient(live_gate),
     output:
-        **_run_outputs("results/runs"),
+        **run_outputs("results/runs"),
     log:
         "results/logs/simulate_live/{design}/{cell}/seed{seed}.log",
     params:
@@ -55,7 +46,7 @@ rule simulate_live:
 
 rule rehearse:
     output:
-        **_run_outputs("results/rehearsal"),
+        **run_outputs("results/rehearsal"),
     log:
         "results/logs/rehearse/{design}/{cell}/seed{seed}.log",
     params:
