@@ -116,10 +116,15 @@ def sacrifice(
     return cut
 
 
+def usd(x: float) -> str:
+    """Cents for real amounts, four decimals below 1 USD so small plans stay readable."""
+    return f"{x:.2f}" if x == 0 or abs(x) >= 1 else f"{x:.4f}"
+
+
 def _refuse(what: str, cap: float, plan: float, spent: float, where: str, advice: str) -> None:
     raise BudgetExceeded(
-        f"budget gate {where}: refused: plan {plan:.2f} USD + spent {spent:.2f} USD = "
-        f"{plan + spent:.2f} USD exceeds the {what} {cap:.2f} USD; no live job was started. "
+        f"budget gate {where}: refused: plan {usd(plan)} USD + spent {usd(spent)} USD = "
+        f"{usd(plan + spent)} USD exceeds the {what} {usd(cap)} USD; no live job was started. "
         f"{advice}"
     )
 

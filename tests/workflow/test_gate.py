@@ -53,7 +53,8 @@ def test_refuses_over_project_cap_counting_other_designs_spend():
 def test_pilot_cap_counts_design_spend():
     runs = [RunPlan("pilot", "share_50", s, 1350, 2.03, 2.0 if s == 1 else None)
             for s in (1, 2, 3)]
-    with pytest.raises(BudgetExceeded, match=r"pilot cap 5\.00 USD"):
+    with pytest.raises(BudgetExceeded, match=r"spent 2\.00 USD = 6\.06 USD exceeds the pilot "
+                       r"cap 5\.00 USD"):
         approve("pilot_openai", "pilot", runs, _caps(pilot_cap_usd=5.0))
 
 

@@ -46,8 +46,8 @@ def test_budget_gate_refuses_over_project_cap_before_any_request(workdir):
         assert api.requests == []
     out = done.stdout + done.stderr
     assert done.returncode != 0
-    assert ("refused: plan 0.04 USD + spent 0.00 USD = 0.04 USD exceeds the project cap "
-            "0.01 USD") in out
+    assert ("refused: plan 0.0375 USD + spent 0.00 USD = 0.0375 USD exceeds the project cap "
+            "0.0100 USD") in out
     assert not (workdir / "results/runs/live/share_25").exists()
 
 
