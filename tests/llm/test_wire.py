@@ -218,3 +218,22 @@ def test_fakeserver_runs_as_a_module(tmp_path):
         proc.terminate()
         proc.wait(10)
     assert os.environ.get("OPENAI_API_KEY") != "x"
+
+
+def test_unreachable_provider_stops_the_run_and_records_nothing(tmp_path):
+    import socket
+
+    from market_agents.llm.client import ProviderUnavailable
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"OPENAI_API_KEY": SECRET_OPENAI, "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"}
+    cfg = LLMConfig(provider_mix={"openai": 1.0}, models={"openai": "gpt-5.4-nano"}, usd_cap=1.0,
+                    providers={"openai": {"max_retries": 1, "backoff_s": 0.0}})
+    c = LLMClient.from_settings(cfg, cache_path=tmp_path / "c", env=env)
+    with pytest.raises(ProviderUnavailable, match="cannot connect after 2 attempts") as exc:
+        c.complete_many([decision_request("openai", "openai", "gpt-5.4-nano")])
+    assert SECRET_OPENAI not in str(exc.value)
+    assert len(c.cache) == 0
+    c.close()

@@ -36,6 +36,12 @@ class ProviderAuthError(MarketAgentsError):
     """A provider rejected the key: every further call would fail, so the run stops."""
 
 
+class ProviderUnavailable(MarketAgentsError):
+    """No connection to a provider even after the retries: an outage is not data, so the run
+    stops and nothing is recorded (timeouts, 429 and 5xx that outlast the retries are data:
+    they are recorded and the agent holds)."""
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     max_retries: int = 4
@@ -209,6 +215,10 @@ class LLMClient:
                     if provider.is_retryable(exc) and attempts <= policy.max_retries:
                         await self.sleep(policy.delay(attempts - 1, exc.retry_after))
                         continue
+                    if exc.error_class == "connection":
+                        raise ProviderUnavailable(
+                            f"provider {route!r}: cannot connect after {attempts} attempts "
+                            f"({exc}); check its base_url and that it is running") from None
                     self.counts["calls"] += attempts
                     return self._entry(req, None, exc.error_class, attempts,
                                        time.monotonic() - start)
