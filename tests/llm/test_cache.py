@@ -65,3 +65,27 @@ def test_safe_across_processes(tmp_path):
     assert len(c) == 4 * 40 + 1
     assert all(c.get(f"w{w}-{i}")["text"] == f"{w}:{i}" for w in range(4) for i in range(40))
     assert c.get("shared")["text"].startswith("from ") and c.corrupt == []
+
+
+def test_ma_cache_summarizes_and_flags_corrupt_entries(tmp_path, capsys):
+    from market_agents.cli import main
+    from market_agents.llm import schema
+    from market_agents.llm.client import LLMClient
+    from market_agents.llm.config import LLMConfig
+
+    from .helpers import decision_request
+
+    path = tmp_path / "c.sqlite"
+    c = LLMClient.from_settings(LLMConfig(), cache_path=path, env={})
+    c.complete_many([decision_request(agent=f"s{i}") for i in range(30)], schema.parse_decision)
+    c.close()
+    assert main(["cache", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    [g] = out["groups"]
+    assert (g["model"], g["entries"], g["answered"]) == ("mock-trader", 30, 30)
+    assert 20 <= g["valid"] <= 30 and out["corrupt"] == []
+    ResponseCache(path).put_raw("bad", "{oops")
+    assert main(["cache", str(path)]) == 1
+    assert "1 corrupt" in capsys.readouterr().out
+    assert main(["cache", str(tmp_path / "missing")]) == 2
+    assert "not an LLM response cache" in capsys.readouterr().err

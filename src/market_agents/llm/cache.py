@@ -77,6 +77,17 @@ class ResponseCache:
         """Overwrite a value as-is (tests use it to plant corrupt entries)."""
         self._store.set(key, value, retry=True)
 
+    def scan(self) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+        """Every entry, verified but left in place: ([(key, body)], [corrupt keys])."""
+        good, bad = [], []
+        for key in self.keys():
+            raw = self._store.get(key, default=None, retry=True)
+            if self._verify(key, raw) is None:
+                good.append((key, json.loads(raw)["body"]))
+            else:
+                bad.append(key)
+        return good, bad
+
     def __len__(self) -> int:
         return len(self._store)
 
