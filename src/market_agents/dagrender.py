@@ -32,12 +32,43 @@ def mermaid(nodes: dict[str, str], edges: list[tuple[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _back_edges(nodes: dict[str, str], edges: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Edges that close a cycle. A rule graph can have them (the gate of a tier waits for the
+    reconciled spend of the previous tier); they are drawn but ignored for layering."""
+    succ: dict[str, list[str]] = {n: [] for n in nodes}
+    for a, b in edges:
+        succ[a].append(b)
+    indeg = {n: 0 for n in nodes}
+    for _, b in edges:
+        indeg[b] += 1
+    state: dict[str, int] = {}
+    back: set[tuple[str, str]] = set()
+    for root in sorted(nodes, key=lambda n: (indeg[n] > 0, int(n) if n.isdigit() else 0, n)):
+        if root in state:
+            continue
+        stack = [(root, iter(succ[root]))]
+        state[root] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                back.add((node, nxt))
+            elif nxt not in state:
+                state[nxt] = 1
+                stack.append((nxt, iter(succ[nxt])))
+    return back
+
+
 def _layers(nodes: dict[str, str], edges: list[tuple[str, str]]) -> dict[str, int]:
-    """Longest path from a source, so every edge points down."""
+    """Longest path from a source over the acyclic part, so every forward edge points down."""
+    forward = [e for e in edges if e not in _back_edges(nodes, edges)]
     layer = {n: 0 for n in nodes}
-    for _ in range(len(nodes)):  # Bellman-Ford style relaxation; DAGs converge
+    for _ in range(len(nodes)):
         changed = False
-        for a, b in edges:
+        for a, b in forward:
             if layer[b] < layer[a] + 1:
                 layer[b] = layer[a] + 1
                 changed = True
@@ -54,7 +85,7 @@ def layered_svg(nodes: dict[str, str], edges: list[tuple[str, str]]) -> str:
     char_w, box_h, gap_x, gap_y, pad = 7.5, 28, 24, 56, 20
     width = {n: max(60.0, char_w * len(nodes[n]) + 16) for n in nodes}
     row_w = {r: sum(width[n] for n in ns) + gap_x * (len(ns) - 1) for r, ns in rows.items()}
-    total_w = max(row_w.values()) + 2 * pad
+    total_w = max(row_w.values()) + 2 * pad + 80  # room for the dashed back edges
     pos: dict[str, tuple[float, float]] = {}
     for r, ns in rows.items():
         x = pad + (total_w - 2 * pad - row_w[r]) / 2
@@ -68,8 +99,17 @@ def layered_svg(nodes: dict[str, str], edges: list[tuple[str, str]]) -> str:
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" '
         'markerHeight="8" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
     ]
+    back = _back_edges(nodes, edges)
     for a, b in edges:
         (xa, ya), (xb, yb) = pos[a], pos[b]
+        if (a, b) in back:  # upward, dashed: from the side of a to the side of b
+            out.append(
+                f'<path d="M{xa + width[a]:.1f},{ya + box_h / 2:.1f} C{xa + width[a] + 60:.1f},'
+                f'{ya:.1f} {xb + width[b] + 60:.1f},{yb + box_h:.1f} {xb + width[b]:.1f},'
+                f'{yb + box_h / 2:.1f}" fill="none" stroke="#999" stroke-dasharray="4 3" '
+                'marker-end="url(#arrow)"/>'
+            )
+            continue
         out.append(
             f'<line x1="{xa + width[a] / 2:.1f}" y1="{ya + box_h:.1f}" '
             f'x2="{xb + width[b] / 2:.1f}" y2="{yb:.1f}" stroke="#555" '
