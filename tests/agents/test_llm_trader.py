@@ -198,3 +198,21 @@ def test_live_run_against_a_shuffling_server_replays_exactly(tmp_path, monkeypat
         assert _same(runs["wild"], replay, name), name
     again = pl.read_parquet(replay / "llm_decisions.parquet")
     assert wild.drop("cache_hit").equals(again.drop("cache_hit"))
+
+
+def test_outputs_do_not_depend_on_concurrency_or_latency(tmp_path):
+    def run(name, concurrency, latency):
+        config = Config.model_validate({
+            "simulation": {"ticks": 200},
+            "population": {"llm_share": 0.5, "llm": {
+                "max_concurrency": concurrency, "prompt_set": "diverse", "memory": 3,
+                "channel": True, "providers": {"mock": {"latency_s": latency}}}},
+        })
+        return run_to_dir(config, 11, tmp_path / name)
+
+    serial, parallel = run("serial", 1, 0.0), run("parallel", 64, 0.004)
+    for name in PARQUETS[:4]:
+        assert _same(serial, parallel, name), name
+    a = pl.read_parquet(serial / "llm_decisions.parquet")
+    b = pl.read_parquet(parallel / "llm_decisions.parquet")
+    assert a.drop("latency_s").equals(b.drop("latency_s")) and a.height > 300
