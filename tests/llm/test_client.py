@@ -186,6 +186,20 @@ def test_preflight_errors_name_the_problem_and_never_the_key(monkeypatch):
         LLMConfig(provider_mix={"mock": 0.5}, models={"mock": "mock-trader"})
 
 
+def test_mock_rehearsal_halts_where_the_live_run_would():
+    """Caps act on priced cost, so a mock mapped to a real id stops at the same decision."""
+    cfg = LLMConfig(provider_mix={"mock": 1.0}, models={"mock": "gpt-5.4-nano"}, usd_cap=0.002,
+                    providers={"mock": {"invalid_rate": 0.0}})
+    c = LLMClient.from_settings(cfg, env={})
+    res = [r for t in range(4) for r in c.complete_many(
+        [decision_request(model="gpt-5.4-nano", agent=f"s{i}", tick=t) for i in range(3)],
+        schema.parse_decision)]
+    halted = [r.error_class == "budget_halt" for r in res]
+    assert any(halted) and halted == sorted(halted)  # once halted, halted for good
+    assert sum(r.usd for r in res) <= 0.002 and all(r.usd_spent == 0.0 for r in res)
+    c.close()
+
+
 def test_mock_mapped_to_a_real_id_is_priced_but_free():
     cfg = LLMConfig(provider_mix={"mock": 1.0}, models={"mock": "claude-haiku-5-5"})
     c = LLMClient.from_settings(cfg, env={})

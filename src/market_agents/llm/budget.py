@@ -1,6 +1,8 @@
 """Run spend caps (``usd_cap``), per-provider caps and per-agent decision caps.
 
-Only live providers are charged (the mock costs nothing real). Cache hits are charged their
+Caps apply to the *priced* cost of every answer, the mock's included (priced at its model id,
+``mock-trader`` at 0), so a mock rehearsal halts where the live run would; no real money is
+involved there (that is ``usd_spent``, kept by the client). Cache hits are charged their
 recorded cost, so a replay reaches a budget halt at the same decision as the run it replays.
 Before a call is sent the budget asks whether its *estimated* cost would take spend past a cap:
 the mean recorded cost of that model so far, or the planning profile before any call. Checks
@@ -37,15 +39,13 @@ class Budget:
         total, n = self._model_cost[model]
         return total / n if n else self.planned(model)
 
-    def admit(self, agent: str, route: str, model: str, live: bool, where: str = "") -> float:
+    def admit(self, agent: str, route: str, model: str, where: str = "") -> float:
         """Reserve one call or raise BudgetExceeded (``.scope``: decision_cap | run | provider)."""
         if self.decision_cap is not None and agent:
             if self._decisions[agent] >= self.decision_cap:
                 raise _exceeded("decision_cap", f"{agent}: decision_cap {self.decision_cap} "
                                                 "reached")
             self._decisions[agent] += 1
-        if not live:
-            return 0.0
         if self.halted or route in self.halted_routes:
             raise _exceeded("budget_halt", f"{route}: LLM spend halted earlier in this run")
         est = self.estimate(model)
@@ -66,11 +66,8 @@ class Budget:
         self._reserved_by_route[route] += est
         return est
 
-    def settle(self, route: str, model: str, reserved: float, usd: float | None,
-               live: bool) -> None:
+    def settle(self, route: str, model: str, reserved: float, usd: float | None) -> None:
         """Release a reservation and charge the recorded cost (None: no answer, no charge)."""
-        if not live:
-            return
         self._reserved -= reserved
         self._reserved_by_route[route] -= reserved
         if usd is None:

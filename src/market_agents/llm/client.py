@@ -129,7 +129,7 @@ class LLMClient:
                 if llm.settings(r).usd_cap is not None}
         profile = llm.token_profile
         budget = Budget(
-            usd_cap=llm.usd_cap if live else None,
+            usd_cap=llm.usd_cap if llm.usd_cap > 0 else None,  # 0: no cap (mock runs only)
             provider_caps=caps,
             decision_cap=llm.decision_cap,
             planned=lambda m: prices.planned_cost(m, profile.tokens_in, profile.tokens_out),
@@ -167,8 +167,7 @@ class LLMClient:
         for i, req in enumerate(requests):
             route = self._route(req)
             try:
-                reserved[i] = self.budget.admit(req.agent, route, req.model,
-                                                self.providers[route].live, where)
+                reserved[i] = self.budget.admit(req.agent, route, req.model, where)
             except BudgetExceeded as exc:
                 scope = getattr(exc, "scope", "budget_halt")
                 results[i] = self._blocked(req, scope)
@@ -192,7 +191,7 @@ class LLMClient:
             live = self.providers[route].live
             answered = entry["status"] == "answered"
             self.budget.settle(route, req.model, reserved[i],
-                               entry["usd"] if answered else None, live)
+                               entry["usd"] if answered else None)
             results[i] = self._result(req, entry, parse, cache_hit=i in hits, live=live)
         return results  # type: ignore[return-value]
 

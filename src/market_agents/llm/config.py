@@ -53,7 +53,9 @@ class LLMConfig(_Strict):
     prompt_set: Literal["single", "diverse"] = "single"
     memory: int = Field(default=0, ge=0, le=50)
     channel: bool = False
-    usd_cap: float = Field(default=0.0, ge=0.0, description="per run; live providers only")
+    usd_cap: float = Field(default=0.0, ge=0.0,
+                           description="per run, on priced cost; 0: no cap (refused for live "
+                           "providers)")
     decision_cap: int | None = Field(default=None, ge=1)
     frozen_library: str | None = None
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
