@@ -9,6 +9,7 @@ from pathlib import Path
 from market_agents.budget import plan_design
 from market_agents.design import load_design, run_dir, cache_path, design_dir
 from market_agents.errors import ConfigError
+from market_agents.gate import check_keys
 
 # Rules call `ma` from the environment snakemake runs in, activated or not.
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -168,12 +169,17 @@ def gate_plan(wildcards):
              if not p.unavailable]
     live = [p for p in plans if p.live]
     budget = d.budget.tiers.get(wildcards.tier)
-    return (
+    line = (
         f"{sum(len(p.seeds) for p in live)} live runs, "
         f"{sum(p.decisions for p in live):,} planned decisions, "
         f"{sum(p.usd for p in live):.2f} USD planned"
         + (f" (tier budget {budget:.2f} USD)" if budget is not None else "")
     )
+    try:  # warn in the dry run already; the gate itself refuses
+        check_keys(d, [p.cell for p in live], f"{wildcards.design}/{wildcards.tier}")
+    except ConfigError as exc:
+        line += "; WARNING: " + str(exc).split(": ", 2)[-1].split(". Or rehearse")[0]
+    return line
 
 
 def tier_runs_outcomes(wildcards):

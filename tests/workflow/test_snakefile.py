@@ -36,6 +36,10 @@ def test_dry_run_tier_t1_counts_live_jobs_and_decisions_without_calls(workdir):
     assert re.search(r"^simulate\s+30$", out, re.M)  # share_0, seeds 101-130
     assert "budget gate confirmatory/T1: 20 live runs, 20,250 planned decisions" in out
     assert not (workdir / "results").exists()
+    nokey = smk(workdir, "-n", "tier_T1", test_config=False)
+    assert nokey.returncode == 0
+    assert "WARNING: population.llm.provider_mix.openai: OPENAI_API_KEY is not set" in (
+        nokey.stdout + nokey.stderr)
 
 
 def test_budget_gate_refuses_over_project_cap_before_any_request(workdir):
