@@ -62,11 +62,12 @@ def test_halts_only_in_breaker(table):
     assert others["n_halts"].max() == 0 and others["halted_ticks"].max() == 0
 
 
-@pytest.mark.xfail(reason="engine calibration: the largest 10-tick move in these runs is about 4 %,"
-                   " below the protocol's 5 % breaker threshold, so breaker_25 never halts",
-                   strict=False)
 def test_breaker_halts(table):
-    assert by_cell(table, "breaker_25")["n_halts"].min() > 0
+    # The breaker (5 % within 10 ticks) fires where the t = 300 jump moves the price fast
+    # enough: not in every seed, so the check is on the cell, as the protocol states it.
+    breaker = by_cell(table, "breaker_25")
+    assert breaker["n_halts"].sum() > 0
+    assert (breaker.filter(pl.col("n_halts") > 0)["halted_ticks"] > 0).all()
 
 
 def test_position_limit_raises_rejects(table):
