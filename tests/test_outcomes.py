@@ -199,3 +199,11 @@ def test_dy_is_bounded_and_symmetric_in_asset_order(seed, rho, p, horizon):
     s = spillover_dy(x, p, horizon)
     assert 0.0 <= s <= 50.0 + 1e-9  # 100 (N - 1) / N for N = 2
     assert spillover_dy(x[:, ::-1], p, horizon) == pytest.approx(s)
+
+
+def test_crossed_books_do_not_count_in_the_spread(tmp_path):
+    run = make_run(tmp_path / "r", np.full(100, 100.0))
+    ticks = pl.read_parquet(run / "ticks.parquet")
+    spread = np.where(np.arange(100) % 5 == 0, 0.1, -3.0)  # crossed between auctions
+    ticks.with_columns(pl.Series("spread", spread)).write_parquet(run / "ticks.parquet")
+    assert score_run(run)["mean_spread"] == pytest.approx(0.1)

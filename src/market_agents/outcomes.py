@@ -15,7 +15,8 @@ Outcome definitions (keys of ``score``):
 - ``mispricing``: mean |P_t / V_t - 1|.
 - ``rad``, ``rd``: relative absolute deviation and relative deviation of Stöckl, Huber & Kirchler
   (2010): mean |P_t - V_t| / |mean V| and mean (P_t - V_t) / |mean V|.
-- ``mean_spread``: mean best_ask - best_bid over ticks where both sides exist (price units).
+- ``mean_spread``: mean best_ask - best_bid over ticks where both sides exist and the book is
+  not crossed (a call auction's book crosses while orders wait for the next auction).
 - ``volume``: shares traded; ``turnover``: volume / shares outstanding (summed agent holdings).
 - ``n_bubbles``, ``bubble_share``: episodes of at least ``bubble_ticks`` consecutive ticks with
   P_t / V_t - 1 >= ``bubble_gap``; share = ticks inside such episodes / ticks.
@@ -273,7 +274,7 @@ def market_outcomes(run: RunFiles, th: Thresholds) -> dict[str, Any]:
         per["rad"].append(float(np.mean(np.abs(p - v))) / scale if scale else None)
         per["rd"].append(float(np.mean(p - v)) / scale if scale else None)
     post = run.ticks.filter(pl.col("tick") >= burn_in)
-    spread = post["spread"].drop_nulls()
+    spread = post.filter(pl.col("spread") >= 0)["spread"]
     volume = int(post["volume"].sum()) if post.height else 0
     held = float(run.agents["shares"].sum()) if run.agents.height else 0.0
     if "shares_1" in run.agents.columns and run.agents["shares_1"].null_count() < run.agents.height:
