@@ -9,6 +9,7 @@ batch, so results never depend on which answer arrived first.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import threading
 import time
@@ -27,7 +28,7 @@ from market_agents.llm.config import LLMConfig
 from market_agents.llm.pricing import PriceTable, load_prices
 from market_agents.llm.providers.base import Provider, ProviderError
 from market_agents.llm.providers.registry import load_env, make_provider
-from market_agents.llm.types import LLMRequest, LLMResponse, LLMResult, Usage
+from market_agents.llm.types import LLMRequest, LLMResponse, LLMResult, Usage, canonical_json
 
 Parse = Callable[[str], Any]
 
@@ -227,6 +228,9 @@ class LLMClient:
     def _entry(self, req: LLMRequest, resp: LLMResponse | None, error: str | None,
                attempts: int, elapsed: float) -> dict:
         payload = req.key_payload()
+        if payload.get("json_schema") is not None:  # ~1 kB per entry, the same in every entry
+            payload["json_schema"] = {"sha256": hashlib.sha256(
+                canonical_json(payload["json_schema"]).encode()).hexdigest()}
         body: dict[str, Any] = {
             "request": payload,
             "status": "failed" if resp is None else "answered",
