@@ -249,3 +249,13 @@ def test_key_is_read_from_dotenv_in_the_working_directory(tmp_path, monkeypatch)
         c.close()
     finally:
         os.environ.pop("OPENAI_API_KEY", None)
+
+
+def test_repeated_request_in_one_batch_is_called_once():
+    p = Scripted([])
+    c = LLMClient({"openai": p}, load_prices())
+    req = decision_request("openai", "openai", "gpt-5.4-nano")
+    a, b = c.complete_many([req, req], schema.parse_decision)
+    assert p.calls == 1 and (a.cache_hit, b.cache_hit) == (False, True)
+    assert (a.text, a.usd) == (b.text, b.usd) and b.usd_spent == 0.0
+    c.close()

@@ -178,7 +178,13 @@ class LLMClient:
             if entry is not None:
                 entries[i] = entry
                 hits.add(i)
-        todo = [i for i in reserved if i not in hits]
+        # one call per distinct request: a repeat within the batch reads the first one's record,
+        # as it would from the cache on a replay
+        first: dict[str, int] = {}
+        for i in reserved:
+            if i not in hits:
+                first.setdefault(requests[i].key(), i)
+        todo = list(first.values())
         fetched = await asyncio.gather(*(self._fetch(requests[i]) for i in todo))
         for i, entry in zip(todo, fetched, strict=True):
             entries[i] = entry
@@ -186,6 +192,10 @@ class LLMClient:
                 entry["parsed"] = _parsed_json(entry["text"], parse)
             if self.cache is not None:
                 self.cache.put(requests[i].key(), entry)
+        for i in reserved:
+            if i not in entries:
+                entries[i] = entries[first[requests[i].key()]]
+                hits.add(i)
         for i in sorted(reserved):  # input order: charges never depend on arrival order
             req, entry = requests[i], entries[i]
             route = self._route(req)
