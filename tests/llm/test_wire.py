@@ -237,3 +237,12 @@ def test_unreachable_provider_stops_the_run_and_records_nothing(tmp_path):
     assert SECRET_OPENAI not in str(exc.value)
     assert len(c.cache) == 0
     c.close()
+
+
+def test_config_base_url_wins_over_the_environment(fake_api):
+    api, other = fake_api(), fake_api()
+    env = live_env(other)  # the SDK variables point at the other server
+    for route, url in (("openai", f"{api.url}/v1"), ("anthropic", api.url)):
+        r, _ = _one(api, route, env=env, providers={route: {"base_url": url}})
+        assert r.valid
+    assert len(api.requests) == 2 and other.requests == []
