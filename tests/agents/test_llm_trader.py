@@ -185,6 +185,8 @@ def test_live_run_against_a_shuffling_server_replays_exactly(tmp_path, monkeypat
                     runs[name] / "llm_decisions.parquet").height
     for name in PARQUETS[:4]:
         assert _same(runs["calm"], runs["wild"], name), name
+    for path in tmp_path.rglob("*"):  # run dirs and caches: the key is nowhere
+        assert not path.is_file() or b"sk-test-local" not in path.read_bytes(), path
     calm = pl.read_parquet(runs["calm"] / "llm_decisions.parquet")
     wild = pl.read_parquet(runs["wild"] / "llm_decisions.parquet")
     assert calm.drop("latency_s").equals(wild.drop("latency_s"))
