@@ -126,9 +126,31 @@ def test_decision_cap_and_budget_halt_mean_hold():
     p.close()
 
 
-def test_frozen_library_is_refused_clearly():
-    with pytest.raises(ConfigError, match="frozen_library"):
-        LLMTraderPool(cfg(frozen_library="results/library/x.npz"), Streams(1), [1], None)
+def test_frozen_library_replays_recorded_decisions_at_a_larger_n(tmp_path):
+    from market_agents.llm.library import DecisionLibrary
+
+    cache = tmp_path / "cache"
+    run_to_dir(Config.model_validate({"population": {"llm_share": 0.5, "llm": {
+        "models": {"mock": "gpt-5.4-nano"}}}}), 1, tmp_path / "source", cache=cache)
+    lib = DecisionLibrary.from_cache(cache, "gpt-5.4-nano").save(tmp_path / "nano.npz")
+    big = Config.model_validate({"population": {"n_traders": 300, "llm_share": 0.25, "llm": {
+        "provider_mix": {"library": 1.0}, "models": {"library": "gpt-5.4-nano"},
+        "frozen_library": str(lib)}}})
+    a = run_to_dir(big, 2, tmp_path / "a")
+    b = run_to_dir(big, 2, tmp_path / "b")
+    assert all(_same(a, b, name) for name in PARQUETS)
+    m = json.loads((a / "manifest.json").read_text())
+    dec = pl.read_parquet(a / "llm_decisions.parquet")
+    assert m["final_conservation_ok"] and m["n_llm_agents"] == 75
+    assert (dec["provider"] == "library").all() and dec["usd"].sum() == 0.0
+    assert 0.9 <= dec["valid"].mean() <= 1.0 and dec.height >= 75 * 27
+    assert m["llm_usage"]["calls"] == 0 and m["library"]["n_entries"] > 1000
+    assert m["library"]["out_of_support"] == (m["library"]["nn_median"]
+                                              > m["library"]["loo_nn_p90"])
+    with pytest.raises(ConfigError, match="n_assets must be 1"):
+        LLMTraderPool(Config.model_validate({"fundamentals": {"n_assets": 2},
+                                             "population": big.population.model_dump()}),
+                      Streams(1), [1], None)
 
 
 # --- whole runs ----------------------------------------------------------------------------

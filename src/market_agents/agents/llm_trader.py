@@ -12,10 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from market_agents import rng as streams_mod
 from market_agents.errors import ConfigError
 from market_agents.llm import prompting, schema
 from market_agents.llm.client import LLMClient
+from market_agents.llm.library import DecisionLibrary, snapshot_features
 from market_agents.llm.types import LLMRequest, LLMResult
 from market_agents.market.types import BUY, SELL, Cancel, MarketView, Order
 
@@ -58,13 +61,18 @@ class LLMTraderPool:
     def __init__(self, config, streams: streams_mod.Streams, slots: list[int],
                  cache_path: str | Path | None, client: LLMClient | None = None):
         llm = config.population.llm
-        if llm.frozen_library:
-            raise ConfigError("population.llm.frozen_library: decision-library replay is not "
-                              "built yet; leave it unset")
         self.llm = llm
         self.n_assets = config.fundamentals.n_assets
         self.slots = sorted(int(s) for s in slots)
-        self.client = client or LLMClient.from_settings(llm, cache_path)
+        self.library: DecisionLibrary | None = None
+        if llm.frozen_library:
+            if self.n_assets != 1:
+                raise ConfigError("population.llm.frozen_library: the library replays "
+                                  "single-asset decisions; fundamentals.n_assets must be 1")
+            self.library = DecisionLibrary.load(llm.frozen_library)
+            self.nn: list[float] = []
+        self.client = None if self.library else (client or LLMClient.from_settings(llm,
+                                                                                   cache_path))
         self.schema = schema.decision_schema()
         self.mock_seed = int(streams.generator(streams_mod.MOCK_LLM).integers(2**31))
         routes = llm.routes()
@@ -128,6 +136,8 @@ class LLMTraderPool:
 
     def decide(self, tick: int, views: dict[int, MarketView]) -> dict[int, list[Order | Cancel]]:
         slots = sorted(views)
+        if self.library is not None:
+            return self._replay(tick, slots, views)
         requests = [self.request(tick, views[s]) for s in slots]
         results = self.client.complete_many(requests, schema.parse_decision,
                                             where=f"tick {tick}")
@@ -168,6 +178,46 @@ class LLMTraderPool:
         })
         return orders
 
+    def _replay(self, tick: int, slots: list[int],
+                views: dict[int, MarketView]) -> dict[int, list[Order | Cancel]]:
+        """Frozen-library mode: each slot does what the recorded model did in the nearest
+        recorded state. No provider, no cache, no cost."""
+        lib = self.library
+        snaps = [prompting.canonical_snapshot(view_snapshot(views[s])) for s in slots]
+        idx, dist = lib.nearest(np.array([snapshot_features(sn) for sn in snaps]))
+        out: dict[int, list[Order | Cancel]] = {}
+        for slot, sn, i, d in zip(slots, snaps, idx, dist, strict=True):
+            rec = lib.decision(int(i), sn["assets"][0]["mid_price"])
+            self.nn.append(float(d))
+            orders: list[Order | Cancel] = []
+            if rec["action"] != "hold":
+                orders.append(Order(side=BUY if rec["action"] == "buy" else SELL,
+                                    qty=rec["quantity"], price=rec["limit_price"], asset=0))
+            out[slot] = orders
+            self.rows.append({
+                "tick": tick, "slot": slot, "provider": "library", "model": lib.meta["model"],
+                "prompt_id": f"library-{lib.meta['sha256'][:12]}",
+                "prompt_version": ",".join(lib.meta.get("prompt_versions", [])),
+                "valid": rec["valid"], "action": rec["action"], "qty": rec["quantity"],
+                "price": rec["limit_price"], "tokens_in": 0, "tokens_cached": 0,
+                "tokens_out": 0, "tokens_reasoning": 0, "usd": 0.0, "latency_s": 0.0,
+                "cache_hit": False, "error_class": rec["error_class"],
+            })
+        return out
+
+    def _library_manifest(self) -> dict[str, Any]:
+        lib = self.library
+        nn = np.array(self.nn) if self.nn else np.array([np.nan])
+        median = float(np.median(nn))
+        return {
+            "path": str(self.llm.frozen_library), "sha256": lib.meta["sha256"],
+            "n_entries": len(lib), "model": lib.meta["model"],
+            "prompt_versions": lib.meta.get("prompt_versions", []),
+            "loo_nn_p90": lib.meta["loo_nn_p90"], "nn_median": median,
+            "nn_p90": float(np.quantile(nn, 0.9)),
+            "out_of_support": bool(median > lib.meta["loo_nn_p90"]),
+        }
+
     def _settle_fills(self, slot: int, view: MarketView) -> None:
         """Fills of each past decision, read as the position change until the next one (the
         view carries positions for every trader; fills are not needed)."""
@@ -182,6 +232,17 @@ class LLMTraderPool:
         return list(self.rows)
 
     def manifest(self) -> dict[str, Any]:
+        if self.library is not None:
+            valid = sum(1 for r in self.rows if r["valid"])
+            usage = {"requests": len(self.rows), "calls": 0, "answered": 0, "cache_hits": 0,
+                     "cached_hits": 0.0, "valid": valid, "invalid": len(self.rows) - valid,
+                     "failures": 0, "budget_halts": 0, "decision_cap_holds": 0,
+                     "budget_halt_events": [], "tokens_in": 0, "tokens_cached": 0,
+                     "tokens_cache_write": 0, "tokens_out": 0, "tokens_reasoning": 0,
+                     "usd": 0.0, "usd_spent": 0.0, "corrupt_cache_entries": 0}
+            return {"prompt_version": ",".join(self.library.meta.get("prompt_versions", [])),
+                    "price_assumptions": {}, "llm_usage": usage,
+                    "library": self._library_manifest()}
         models = sorted({a["model"] for a in self.assignment.values()})
         return {
             "prompt_version": prompting.PROMPT_VERSION,
@@ -193,4 +254,5 @@ class LLMTraderPool:
         }
 
     def close(self) -> None:
-        self.client.close()
+        if self.client is not None:
+            self.client.close()

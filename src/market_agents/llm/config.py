@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-KINDS = ("mock", "openai", "anthropic", "openai_compatible")
+KINDS = ("mock", "openai", "anthropic", "openai_compatible", "library")
 
 
 class _Strict(BaseModel):
@@ -82,6 +82,13 @@ class LLMConfig(_Strict):
         for route in self.providers:
             if route not in self.provider_mix:
                 self.kind(route)
+        library = [r for r in self.routes() if self.kind(r) == "library"]
+        if library and not self.frozen_library:
+            raise ValueError(f"provider_mix.{library[0]}: the library provider needs "
+                             "frozen_library (a .npz built by `ma library`)")
+        if self.frozen_library and library != self.routes():
+            raise ValueError("frozen_library replays every LLM slot from the library: set "
+                             "provider_mix to {library: 1.0}")
         return self
 
     def kind(self, route: str) -> str:
