@@ -155,10 +155,45 @@ def live_gate(wildcards):
 
 def earlier_spent(wildcards):
     """Tiers run in order: the gate of a tier waits for the reconciled spend of the earlier
-    live tiers of the design."""
+    live tiers of the design and, after T1, for the decision library built from T1."""
     tiers = live_tiers(wildcards.design)
     mine = _tier_key(wildcards.tier)
-    return [spent_path(wildcards.design, t) for t in tiers if _tier_key(t) < mine]
+    files = [spent_path(wildcards.design, t) for t in tiers if _tier_key(t) < mine]
+    if wildcards.design == WF.confirmatory and mine > _tier_key("T1"):
+        files += library_files(wildcards.design)
+    return files
+
+
+def _frozen_library(design_name, cell, mock=False):
+    d = design(design_name)
+    if d.cells[cell].unavailable:
+        return None
+    return d.cell_config(cell, mock=mock).population.llm.frozen_library
+
+
+def library_files(design_name):
+    """The library files the available cells of a design replay."""
+    d = design(design_name)
+    return sorted({p for c in d.cells if (p := _frozen_library(design_name, c))})
+
+
+def library_input(wildcards):
+    """A cell that replays a frozen library needs the file first (live results only: the
+    library is built from live T1 runs, and a rehearsal must never start live work)."""
+    path = _frozen_library(wildcards.design, wildcards.cell)
+    return [path] if path else []
+
+
+def library_model(wildcards):
+    """The model id a library keeps: the one its replaying cells name for the library route."""
+    target = f"results/library/{wildcards.library}.npz"
+    for name in (WF.confirmatory, *extra_live_designs()):
+        d = design(name)
+        for c in d.cells:
+            if _frozen_library(name, c) == target:
+                llm = d.cell_config(c).population.llm
+                return llm.model_ids("library")[0]
+    raise ConfigError(f"no cell of {WF.confirmatory} replays {target}: nothing to build")
 
 
 def gate_plan(wildcards):
@@ -191,12 +226,18 @@ def design_outcomes(wildcards):
 
 
 def run_path(wildcards):
+    """Run directory of the outcomes rule (its `kind` wildcard: runs or rehearsal)."""
     return str(run_dir(wildcards.design, wildcards.cell, int(wildcards.seed),
-                       wildcards.get("kind", "runs") == "rehearsal"))
+                       wildcards.kind == "rehearsal"))
 
 
 def cache_file(wildcards):
-    return str(cache_path(wildcards.design, wildcards.get("kind", "runs") == "rehearsal"))
+    return str(cache_path(wildcards.design))
+
+
+def rehearsal_cache(wildcards):
+    """Rehearsals keep their own cache: mock answers must never reach a live run."""
+    return str(cache_path(wildcards.design, mock=True))
 
 
 def design_yaml(wildcards):
@@ -208,8 +249,13 @@ def cell_hash(wildcards):
     """The cell's config hash as a param: a changed cell config re-runs its free/mock runs."""
     from market_agents.config import config_hash
 
-    mock = wildcards.get("kind", "runs") == "rehearsal"
-    return config_hash(design(wildcards.design).cell_config(wildcards.cell, mock=mock))
+    return config_hash(design(wildcards.design).cell_config(wildcards.cell))
+
+
+def rehearsal_cell_hash(wildcards):
+    from market_agents.config import config_hash
+
+    return config_hash(design(wildcards.design).cell_config(wildcards.cell, mock=True))
 
 
 def gather_flags(wildcards):

@@ -6,6 +6,8 @@ ruleorder: simulate_live > simulate
 
 
 rule simulate:
+    input:
+        library=library_input,
     output:
         **run_outputs("results/runs"),
     log:
@@ -51,8 +53,8 @@ rule rehearse:
         "results/logs/rehearse/{design}/{cell}/seed{seed}.log",
     params:
         design=design_yaml,
-        cache=cache_file,
-        config_hash=cell_hash,
+        cache=rehearsal_cache,
+        config_hash=rehearsal_cell_hash,
     threads: 1
     shell:
         "ma cell {params.design} {wildcards.cell} --seed {wildcards.seed} --mock"

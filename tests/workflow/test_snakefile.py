@@ -118,3 +118,16 @@ def test_runs_made_by_ma_design_are_reused(workdir):
     assert done.returncode == 0, done.stderr
     dry = smk(workdir, "-n", "exploratory")
     assert "Nothing to be done" in dry.stdout + dry.stderr
+
+
+def test_rehearsal_runs_live_cells_on_the_mock_apart_from_live_results(workdir):
+    with FakeAPI() as api:
+        done = smk(workdir, "--cores", "2", "rehearse_pilot",
+                   OPENAI_BASE_URL=f"{api.url}/v1", OPENAI_API_KEY="sk-test")
+        assert api.requests == []
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    table = pl.read_parquet(workdir / "results/rehearsal/pilot_openai/outcomes.parquet")
+    assert table.filter(pl.col("cell") == "share_25")["n_llm_decisions"].min() > 0
+    assert (workdir / "results/rehearsal/cache/pilot_openai.sqlite").exists()
+    assert not (workdir / "results/runs").exists() and not (workdir / "results/cache").exists()
+    assert not (workdir / "results/manifests/budget").exists()  # no gate for the mock

@@ -1,0 +1,17 @@
+# The frozen decision library (protocol §5.4): built from the T1 runs' response cache, replayed
+# by cells whose config sets population.llm.frozen_library (no calls). Later live tiers wait for
+# it, so the library holds T1's decisions only.
+
+
+rule library:
+    input:
+        t1=ancient(spent_path(WF.confirmatory, "T1")),
+    output:
+        npz="results/library/{library}.npz",
+    log:
+        "results/logs/library/{library}.log",
+    params:
+        cache=str(cache_path(WF.confirmatory)),
+        model=library_model,
+    shell:
+        "ma library {params.cache} --model {params.model} --out {output.npz} > {log} 2>&1"
