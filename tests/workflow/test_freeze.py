@@ -75,3 +75,31 @@ def test_missing_freeze_and_missing_price_say_what_to_do(tmp_path, pkg_copy):
         build(_design(), PILOT, {"models": {}}, {}, package_root=pkg_copy)
     with pytest.raises(FreezeError, match="run `snakemake pilot` first"):
         build(_design(), {}, PRICES, {}, package_root=pkg_copy)
+
+
+def test_cli_refuses_a_failed_pilot_unless_accepted_and_never_overwrites(tmp_path):
+    import json
+    import subprocess
+
+    from wfhelp import BIN, ROOT, env
+
+    pilot = tmp_path / "pilot.json"
+    pilot.write_text(json.dumps({**PILOT, "pass": False, "criteria": {
+        "validity": {"pass": True}, "cost_per_decision": {"pass": False}}}))
+    out = tmp_path / "freeze.json"
+    cmd = [str(BIN / "ma"), "freeze", "create", "config/test/designs/confirmatory.yaml",
+           "--pilot", str(pilot), "--out", str(out)]
+    run = lambda *extra: subprocess.run([*cmd, *extra], cwd=ROOT, env=env(),  # noqa: E731
+                                        capture_output=True, text=True, timeout=60)
+    refused = run()
+    assert refused.returncode == 2 and "pilot criteria failed: cost_per_decision" in refused.stderr
+    assert run("--accept-failed-pilot").returncode == 0
+    frozen = json.loads(out.read_text())
+    assert frozen["pilot_failed_criteria_accepted"] == ["cost_per_decision"]
+    assert frozen["config_hash"] and frozen["mde"]["share_25"]["seeds"] == 2
+    again = run("--accept-failed-pilot")
+    assert again.returncode == 2 and "a freeze is written once" in again.stderr
+    verify = subprocess.run([str(BIN / "ma"), "freeze", "verify",
+                             "config/test/designs/confirmatory.yaml", "--freeze", str(out)],
+                            cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
+    assert verify.returncode == 0, verify.stderr

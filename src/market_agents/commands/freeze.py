@@ -24,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("design", help="confirmatory design YAML")
     c.add_argument("--pilot", type=Path, default=Path("results/manifests/pilot.json"))
     c.add_argument("--out", type=Path, default=Path("results/manifests/freeze.json"))
+    c.add_argument("--accept-failed-pilot", action="store_true",
+                   help="freeze although a pilot criterion failed (record it as a deviation)")
     c.set_defaults(func=_create)
     v = fsub.add_parser("verify", help="check the freeze against the code and design now")
     v.add_argument("design", help="confirmatory design YAML")
@@ -44,8 +46,15 @@ def _create(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.pilot} does not exist: run `snakemake pilot` first")
     design = load_design(args.design)
     pilot = json.loads(args.pilot.read_text())
+    failed = [k for k, c in (pilot.get("criteria") or {}).items() if not c.get("pass")]
+    if failed and not args.accept_failed_pilot:
+        raise FreezeError(
+            f"{args.pilot}: pilot criteria failed: {', '.join(failed)}. Protocol §4: revise the "
+            "prompt (v2), re-run the mock and a one-seed re-pilot; to freeze anyway run "
+            f"`ma freeze create {args.design} --accept-failed-pilot` and record the deviation")
     prices = yaml.safe_load(design.prices_path.read_text()) or {}
     freeze = build(design_facts(design), pilot, prices, default_thresholds())
+    freeze["pilot_failed_criteria_accepted"] = failed
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(freeze, indent=2, sort_keys=True) + "\n")
     print(f"froze {design.name} at {freeze['git']['commit']} -> {args.out}")
