@@ -1,6 +1,7 @@
 """The live pilot on the local fake OpenAI server, killed with SIGKILL halfway and resumed: no
 paid request reaches the server again, outcomes.parquet equals an uninterrupted run's, the pilot
-manifest is written, and a re-approval by the budget gate re-runs no finished live run."""
+manifest is written, and a re-approval by the budget gate re-runs no finished live run. After the
+pilot, a confirmatory tier runs behind the freeze and is refused once its base config changes."""
 
 import json
 import os
@@ -11,7 +12,7 @@ import subprocess
 import time
 
 import polars as pl
-from wfhelp import ROOT, env, smk, smk_cmd
+from wfhelp import BIN, ROOT, env, smk, smk_cmd
 
 from market_agents.llm.fakeserver import FakeAPI
 
@@ -40,6 +41,7 @@ def test_kill_resume_pilot_and_reapproval(tmp_path):
     assert pilot["decisions"] == 75 and set(pilot["criteria"]) == {
         "validity", "failures", "cost_per_decision", "no_budget_halts"}
     assert pilot["sigma_d"]["share_25"]["n_pairs"] == 3
+    _confirmatory_t1_behind_the_freeze(clean)
 
     killed = _project(tmp_path / "killed")
     with FakeAPI(latency_s=0.01) as api:
@@ -86,3 +88,29 @@ def test_kill_resume_pilot_and_reapproval(tmp_path):
     assert got.drop(serving).equals(expected.drop(serving))
     replayed = got.filter(pl.col("llm_cached_hits") == 1.0)
     assert (replayed["llm_usd_spent"] == 0).all()
+
+
+def _confirmatory_t1_behind_the_freeze(project):
+    """Freeze after the pilot, run tier T1 live, then change the confirmatory base: refused."""
+    design = project / "config/test/designs/confirmatory.yaml"
+    frozen = subprocess.run([str(BIN / "ma"), "freeze", "create", str(design.relative_to(
+        project)), "--accept-failed-pilot"], cwd=project, env=env(), capture_output=True,
+        text=True, timeout=60)  # the fake server's tokens are cheap: the cost criterion fails
+    assert frozen.returncode == 0, frozen.stderr
+    with FakeAPI() as api:
+        keys = dict(OPENAI_BASE_URL=f"{api.url}/v1", OPENAI_API_KEY="sk-test")
+        done = smk(project, "--cores", "2", "tier_T1", **keys)
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        assert len(api.requests) == 50  # share_25: 5 agents x 5 decisions x 2 seeds
+        gate = json.loads((project / "results/manifests/budget/confirmatory_T1.json").read_text())
+        assert gate["freeze"] == "results/manifests/freeze.json"
+        assert gate["approved"] == {"share_0": [101, 102, 103], "share_25": [101, 102]}
+
+        design.write_text(design.read_text().replace("simulation.ticks: 120",
+                                                     "simulation.ticks: 130"))
+        refused = smk(project, "--cores", "1", "results/manifests/budget/confirmatory_T1.json",
+                      **keys)
+        assert refused.returncode != 0
+        assert "freeze.json no longer matches: confirmatory config_hash" in (
+            refused.stdout + refused.stderr)
+        assert len(api.requests) == 50
