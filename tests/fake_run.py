@@ -11,7 +11,7 @@ import yaml
 
 LLM_DECISION_COLUMNS = {
     "tick": pl.Int32, "slot": pl.Int32, "valid": pl.Boolean, "error_class": pl.Utf8,
-    "cache_hit": pl.Boolean, "tokens_in": pl.Int64, "tokens_out": pl.Int64,
+    "tokens_in": pl.Int64, "tokens_out": pl.Int64,
     "tokens_reasoning": pl.Int64, "usd": pl.Float64,
 }
 

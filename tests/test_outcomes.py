@@ -130,11 +130,10 @@ def test_llm_outcomes(tmp_path):
         "tick": [50, 70, 90, 110, 130], "slot": [0] * 5,
         "valid": [True, True, False, None, None],
         "error_class": [None, None, "schema", "timeout", "budget_halt"],
-        "cache_hit": [True, False, False, False, False],
         "tokens_in": [760] * 3 + [0] * 2, "tokens_out": [230] * 3 + [0] * 2,
         "tokens_reasoning": [100] * 3 + [0] * 2, "usd": [0.00044] * 3 + [0.0] * 2},
         schema=LLM_DECISION_COLUMNS)
-    usage = {"usd_spent": 0.00088, "budget_halt_events": [{"scope": "run"}]}
+    usage = {"usd_spent": 0.00088, "budget_halt_events": [{"scope": "run"}], "cached_hits": 0.25}
     out = score_run(make_run(tmp_path / "r", np.full(100, 100.0), decisions=dec,
                              manifest_extra={"llm_usage": usage}))
     assert out["llm_share_traders"] == 0.25 and out["n_llm_agents"] == 1

@@ -38,7 +38,9 @@ Outcome definitions (keys of ``score``):
   sum(qty * (buyer_llm + seller_llm)) / (2 * sum qty); ``n_llm_agents``, ``n_llm_decisions``,
   ``llm_decisions_per_agent``; ``llm_valid_rate``: valid / decisions that got an answer;
   ``llm_failure_rate``: decisions sent but never answered (call failed after retries) /
-  decisions; ``llm_cached_hits``: cache hits / decisions sent (1.0 on a cache replay);
+  decisions; ``llm_cached_hits``: answers served from the cache / answers (manifest: whether an
+  answer came from the cache is a fact of this execution, not of the run, so it is not in the
+  parquet files, which a replay reproduces byte for byte; 1.0 on a replay);
   ``llm_tokens_in``/``_out``/``_reasoning``; ``llm_usd``: priced cost of the recorded answers;
   ``llm_usd_spent``: USD this execution paid (manifest; 0 for cache hits and the mock);
   ``llm_budget_halts``: decisions a USD cap stopped; ``llm_budget_halt_events``: cap hits
@@ -337,7 +339,7 @@ def llm_outcomes(run: RunFiles) -> dict[str, Any]:
             "llm_valid_rate": float(dec["valid"].mean()) if dec["valid"].null_count() < n_dec
             else None,
             "llm_failure_rate": float(failed.mean()),
-            "llm_cached_hits": float(dec["cache_hit"].filter(sent).mean()) if sent.any() else None,
+            "llm_cached_hits": float(usage.get("cached_hits") or 0.0) if sent.any() else None,
             "llm_budget_halts": int((err == "budget_halt").sum()),
             "llm_tokens_in": int(dec["tokens_in"].sum()),
             "llm_tokens_out": int(dec["tokens_out"].sum()),

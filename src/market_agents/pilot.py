@@ -72,14 +72,15 @@ def paired_sd(outcomes: pl.DataFrame, control: str = CONTROL_CELL) -> dict[str, 
 
 
 def latency(run_dirs: list[Path]) -> dict[str, float | None]:
-    """Median and 95th percentile of live (not cached) call latency, in seconds."""
+    """Median and 95th percentile of call latency, in seconds (the recorded latency of the live
+    call, also when a decision was served from the cache)."""
     frames = []
     for d in run_dirs:
         path = d / "llm_decisions.parquet"
         if path.exists():
             f = pl.read_parquet(path)
-            if {"latency_s", "cache_hit"} <= set(f.columns) and f.height:
-                frames.append(f.filter(~pl.col("cache_hit"))["latency_s"].drop_nulls())
+            if "latency_s" in f.columns and f.height:
+                frames.append(f["latency_s"].drop_nulls())
     lat = pl.concat(frames) if frames else pl.Series("latency_s", [], dtype=pl.Float64)
     if not len(lat):
         return {"median_s": None, "p95_s": None}

@@ -266,7 +266,7 @@ LLM_DECISIONS_SCHEMA = {
     "prompt_id": pl.Utf8, "prompt_version": pl.Utf8, "valid": pl.Boolean, "action": pl.Utf8,
     "qty": pl.Int64, "price": pl.Float64, "tokens_in": pl.Int64, "tokens_cached": pl.Int64,
     "tokens_out": pl.Int64, "tokens_reasoning": pl.Int64, "usd": pl.Float64,
-    "latency_s": pl.Float64, "cache_hit": pl.Boolean, "error_class": pl.Utf8,
+    "latency_s": pl.Float64, "error_class": pl.Utf8,
 }
 
 

@@ -174,7 +174,7 @@ class LLMTraderPool:
             "action": action, "qty": qty, "price": price, "tokens_in": u.input,
             "tokens_cached": u.cached_input, "tokens_out": u.output,
             "tokens_reasoning": u.reasoning, "usd": res.usd, "latency_s": res.latency_s,
-            "cache_hit": res.cache_hit, "error_class": error,
+            "error_class": error,
         })
         return orders
 
@@ -201,7 +201,7 @@ class LLMTraderPool:
                 "valid": rec["valid"], "action": rec["action"], "qty": rec["quantity"],
                 "price": rec["limit_price"], "tokens_in": 0, "tokens_cached": 0,
                 "tokens_out": 0, "tokens_reasoning": 0, "usd": 0.0, "latency_s": 0.0,
-                "cache_hit": False, "error_class": rec["error_class"],
+                "error_class": rec["error_class"],
             })
         return out
 
