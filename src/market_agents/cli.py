@@ -12,7 +12,7 @@ from market_agents.errors import MarketAgentsError
 
 # Subcommand modules, in the order `ma --help` lists them.
 COMMANDS = ["run", "validate", "schema", "dag", "outcomes", "gather", "sensitivity", "budget",
-            "cell", "design", "bazaar", "gate", "pilot", "freeze", "cache", "library"]
+            "cell", "design", "summary", "bazaar", "gate", "pilot", "freeze", "cache", "library"]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
