@@ -16,14 +16,17 @@ $(VENV)/ma: pyproject.toml uv.lock
 	$(UV) sync --all-extras --locked --compile-bytecode
 	@touch $@
 
-# The main job on built-in defaults (the mock provider: no key, no cost). With RUN_ID, the run
+# The main job on built-in defaults: the protocol's Phase 5a exploratory design (14 cells x
+# seeds 1-3) on the mock provider -- no key, no cost -- then its outcomes, one line per cell.
+# With RUN_ID, the run
 # contract: config/run/$(RUN_ID).yaml's Snakemake target at MODE (sanity|pilot|full), raw inputs
 # in results/contract/$(RUN_ID)/$(MODE)/eval_inputs/, then `make evaluate` writes metrics.json.
 RUN_ID ?=
 MODE ?= sanity
 run: setup
 ifeq ($(strip $(RUN_ID)),)
-	$(VENV)/ma run config/baseline.yaml --seed 1 --out results/runs/baseline/seed0001
+	$(VENV)/snakemake --cores $(WORKERS) exploratory
+	$(VENV)/ma summary results/runs/exploratory/outcomes.parquet
 else
 	$(VENV)/python -m src.main --run-id $(RUN_ID) --mode $(MODE)
 	$(MAKE) --no-print-directory evaluate RUN_ID=$(RUN_ID) MODE=$(MODE)
