@@ -29,7 +29,11 @@ def design(name):
                 f"unknown design {name!r}: no {path}. Designs: {', '.join(known) or 'none'}; "
                 f"add the file or fix designs_dir in config/workflow.yaml"
             )
-        _DESIGNS[name] = load_design(path)
+        d = load_design(path)
+        if d.name != name:
+            raise ConfigError(f"{path}: name {d.name!r} differs from the file name; make them "
+                              "equal (the workflow finds a design's runs by its file name)")
+        _DESIGNS[name] = d
     return _DESIGNS[name]
 
 
@@ -39,10 +43,6 @@ def design_file(name):
 
 def tier_label(d, cell):
     return d.cell(cell).tier or NO_TIER
-
-
-def is_live(design_name, cell):
-    return design(design_name).is_live(cell)
 
 
 def gate_path(design_name, tier):
