@@ -250,9 +250,16 @@ def check_keys(design: Design, cells: list[str], where: str) -> None:
 
 
 def reconcile_tier(design: Design, tier: str, results: Path = Path("results")) -> dict:
+    """A tier's paid USD against the plan of its finished runs, and the protocol's figure,
+    sum(llm_usd) over their outcomes (equal for runs that were not replayed from a cache)."""
     runs = [r for r in design_runs(design, results) if r.tier == tier]
     planned = sum(r.usd for r in runs if r.done)
     spent = sum(r.spent_usd or 0.0 for r in runs)
+    llm_usd = 0.0
+    for r in runs:
+        path = run_dir(design.name, r.cell, r.seed, root=results) / "outcomes.json"
+        if path.exists():
+            llm_usd += float(json.loads(path.read_text()).get("llm_usd") or 0.0)
     return {
         "design": design.name,
         "tier": tier,
@@ -260,5 +267,6 @@ def reconcile_tier(design: Design, tier: str, results: Path = Path("results")) -
         "runs_planned": len(runs),
         "planned_usd": round(planned, 6),
         "spent_usd": round(spent, 6),
+        "llm_usd": round(llm_usd, 6),
         "spent_over_plan": round(spent / planned, 4) if planned else None,
     }
