@@ -37,6 +37,10 @@ def test_kill_resume_pilot_and_reapproval(tmp_path):
         # concurrently, so a request can legitimately appear twice in one uninterrupted run.
         clean_seen = dict(api.seen)
     expected = pl.read_parquet(clean / GATHERED)
+    # api=1 (default profile): the live runs never overlapped, though 2 cores were free.
+    spans = sorted((m.stat().st_mtime - json.loads(m.read_text())["wall_time_s"], m.stat().st_mtime)
+                   for m in (clean / r for r in LIVE))
+    assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:], strict=False))
     pilot = json.loads((clean / "results/manifests/pilot.json").read_text())
     assert pilot["decisions"] == 75 and set(pilot["criteria"]) == {
         "validity", "failures", "cost_per_decision", "no_budget_halts"}
