@@ -57,7 +57,7 @@ SMK := $(VENV)/snakemake
 TARGET ?= exploratory
 CORES ?= 2
 
-.PHONY: workflow dryrun dag schema unlock report
+.PHONY: workflow dryrun dag schema unlock report smoke
 
 workflow: setup  ## make workflow TARGET=tier_T1 CORES=8
 	$(SMK) --cores $(CORES) $(TARGET)
@@ -76,3 +76,8 @@ unlock: setup  ## after a killed run: release Snakemake's lock, then re-run the 
 
 report: setup  ## Snakemake HTML report (DAG, outcomes, pilot and freeze manifests) of TARGET
 	$(SMK) $(TARGET) --report results/report.html
+
+smoke: setup  ## the workflow's free targets on the tiny designs of config/test/, in results/smoke/
+	rm -rf results/smoke && mkdir -p results/smoke && cp -r config results/smoke/
+	$(SMK) exploratory sigma rehearse_pilot results/runs/exploratory/sensitivity.parquet \
+	    --cores $(CORES) --directory results/smoke --configfile config/test/workflow.yaml
