@@ -184,6 +184,12 @@ def library_input(wildcards):
     return [path] if path else []
 
 
+def rehearsal_library_input(wildcards):
+    """A rehearsed cell that replays a library needs the one built from rehearsed T1 runs."""
+    path = _frozen_library(wildcards.design, wildcards.cell, mock=True)
+    return [path] if path else []
+
+
 def library_model(wildcards):
     """The model id a library keeps: the one its replaying cells name for the library route."""
     target = f"results/library/{wildcards.library}.npz"

@@ -15,3 +15,17 @@ rule library:
         model=library_model,
     shell:
         "ma library {params.cache} --model {params.model} --out {output.npz} > {log} 2>&1"
+
+
+rule rehearse_library:
+    input:
+        t1=outcome_files(WF.confirmatory, "T1", mock=True),
+    output:
+        npz="results/rehearsal/library/{library}.npz",
+    log:
+        "results/logs/rehearse_library/{library}.log",
+    params:
+        cache=str(cache_path(WF.confirmatory, mock=True)),
+        model=library_model,
+    shell:
+        "ma library {params.cache} --model {params.model} --out {output.npz} > {log} 2>&1"

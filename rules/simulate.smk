@@ -47,6 +47,8 @@ rule simulate_live:
 
 
 rule rehearse:
+    input:
+        library=rehearsal_library_input,
     output:
         **run_outputs("results/rehearsal"),
     log:

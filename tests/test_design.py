@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from market_agents.budget import plan_design, run_plans, tier_totals
+from market_agents.budget import plan_cell, plan_design, run_plans, tier_totals
 from market_agents.cli import main as ma
 from market_agents.design import load_design, run_dir
 from market_agents.errors import ConfigError
@@ -48,13 +48,32 @@ def test_confirmatory_cells_tiers_and_seeds(confirmatory):
     assert not confirmatory.is_live("auction_25")
 
 
-def test_library_cell_is_declared_but_unavailable(confirmatory, capsys):
-    assert "library_1000" in confirmatory.cells
-    with pytest.raises(ConfigError, match="library_1000.*unavailable: needs the decision-library"):
-        confirmatory.cell_config("library_1000")
-    assert ("library_1000", 101) not in confirmatory.runs()
-    assert ma(["cell", str(CONFIRMATORY), "library_1000", "--seed", "101"]) == 2
-    assert "decision-library provider" in capsys.readouterr().err
+def test_library_cell_replays_the_frozen_library(confirmatory):
+    cfg = confirmatory.cell_config("library_1000")
+    llm = cfg.population.llm
+    assert (cfg.population.n_traders, cfg.population.n_llm) == (1000, 250)
+    assert cfg.simulation.decision_interval == 200  # activity scaled by 100/N (§5.4)
+    assert llm.frozen_library == "results/library/nano_v1.npz" and llm.routes() == ["library"]
+    assert not confirmatory.is_live("library_1000")  # replay: no paid call
+    plan = plan_cell(confirmatory, "library_1000")
+    assert (plan.live, plan.run_decisions, plan.run_usd) == (False, 0, 0.0)
+    assert ("library_1000", 101) in confirmatory.runs()
+    # A rehearsal replays a library built from rehearsed (mock) T1 answers, never the live one.
+    rehearsal = confirmatory.cell_config("library_1000", mock=True).population.llm
+    assert rehearsal.frozen_library == "results/rehearsal/library/nano_v1.npz"
+    assert rehearsal.routes() == ["library"]
+
+
+def test_unavailable_cell_is_declared_but_never_runs(tmp_path, capsys):
+    cells = [{"name": "share_5", "tier": "T1", "seeds": [1], "unavailable": "needs a thing",
+              "overrides": {"population.llm_share": 0.05}}]
+    path = write_design(tmp_path, cells=cells)
+    design = load_design(path)
+    assert "share_5" in design.cells and design.runs() == []
+    with pytest.raises(ConfigError, match="share_5.*unavailable: needs a thing"):
+        design.cell_config("share_5")
+    assert ma(["cell", str(path), "share_5", "--seed", "1"]) == 2
+    assert "needs a thing" in capsys.readouterr().err
 
 
 # Protocol §5.2 rows: cell -> (live decisions, planning USD)

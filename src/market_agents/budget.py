@@ -80,9 +80,7 @@ def plan_cell(design: Design, cell: str, tokens_in: int = 760, tokens_out: int =
     live = design.is_live(cell)
     by_model: dict[str, float] = {}
     if live:
-        for route in llm.routes():
-            if llm.kind(route) == "mock":
-                continue
+        for route in llm.paid_routes():
             ids = llm.model_ids(route)
             for model in ids:
                 share = llm.provider_mix[route] / len(ids)
@@ -182,7 +180,7 @@ def render(design: Design, plans: list[CellPlan], tokens_in: int, tokens_out: in
                 f"{tier:<5} {p.cell:<18} {len(p.seeds):>5} {p.n_llm:>5} "
                 f"{p.run_decisions:>8,.1f} {p.decisions:>10,} {p.usd:>9.2f} {p.table_usd:>9.2f} "
                 f"{p.run_cap_usd:>8.2f}" + (f"  [{models}]" if len(p.by_model) > 1 else "")
-                + ("" if p.live or p.n_llm == 0 else "  (mock)"))
+                + ("" if p.live or p.n_llm == 0 else "  (no paid calls)"))
         if tier == "-":
             continue
         t = totals[tier]

@@ -149,7 +149,7 @@ class Design:
         """True when the cell would call a paid provider: LLM slots and a non-mock route."""
         config = self.cell_config(cell)
         llm = config.population.llm
-        return config.population.n_llm > 0 and any(llm.kind(r) != "mock" for r in llm.routes())
+        return config.population.n_llm > 0 and bool(llm.paid_routes())
 
     def runs(self, cells: list[str] | None = None, max_seeds: int | None = None,
              include_unavailable: bool = False) -> list[tuple[str, int]]:
@@ -168,12 +168,22 @@ def mock_config(config: Config) -> Config:
     and the price table are exercised exactly as live; only the transport changes."""
     llm = config.population.llm
     providers = {r: s.model_dump(mode="json") for r, s in llm.providers.items()}
-    for route in llm.provider_mix:
-        if llm.kind(route) != "mock":
-            providers.setdefault(route, {})["kind"] = "mock"
+    for route in llm.paid_routes():  # the frozen library makes no calls: it stays as it is
+        providers.setdefault(route, {})["kind"] = "mock"
     data = config.model_dump(mode="json")
     data["population"]["llm"]["providers"] = providers
+    if llm.frozen_library:
+        data["population"]["llm"]["frozen_library"] = rehearsal_library(llm.frozen_library)
     return validate(data, "mock rehearsal")
+
+
+def rehearsal_library(path: str) -> str:
+    """A rehearsal replays a library built from rehearsal (mock) answers, kept apart like every
+    rehearsal file: results/library/x.npz -> results/rehearsal/library/x.npz."""
+    p = Path(path)
+    if p.parts[:1] == (RESULTS.name,):
+        return str(RESULTS / "rehearsal" / Path(*p.parts[1:]))
+    return str(p.with_name(f"rehearsal_{p.name}"))
 
 
 def run_dir(design_name: str, cell: str, seed: int, mock: bool = False,
@@ -260,9 +270,7 @@ def _check_live_prices(design: Design, cell: str) -> None:
 
     table = load_prices(design.prices_path)
     llm = design.cell_config(cell).population.llm
-    for route in llm.routes():
-        if llm.kind(route) == "mock":
-            continue
+    for route in llm.paid_routes():
         for model in llm.model_ids(route):
             if model not in table.models:
                 raise ConfigError(f"{design.where(cell)}: live model {model!r} (route {route}) "

@@ -236,12 +236,9 @@ def check_keys(design: Design, cells: list[str], where: str) -> None:
     load_env()
     for cell in cells:
         llm = design.cell_config(cell).population.llm
-        for route in llm.routes():
-            kind = llm.kind(route)
-            if kind == "mock":
-                continue
+        for route in llm.paid_routes():
             try:
-                api_key(kind, route, llm.settings(route))
+                api_key(llm.kind(route), route, llm.settings(route))
             except ConfigError as exc:
                 raise ConfigError(
                     f"budget gate {where}: cell {cell!r}: {exc}. Or rehearse the same cells on "

@@ -131,3 +131,16 @@ def test_rehearsal_runs_live_cells_on_the_mock_apart_from_live_results(workdir):
     assert (workdir / "results/rehearsal/cache/pilot_openai.sqlite").exists()
     assert not (workdir / "results/runs").exists() and not (workdir / "results/cache").exists()
     assert not (workdir / "results/manifests/budget").exists()  # no gate for the mock
+
+
+def test_library_cell_waits_for_its_library_live_and_rehearsed(workdir):
+    live = smk(workdir, "-n", "tier_T6", test_config=False)
+    out = live.stdout + live.stderr
+    assert live.returncode == 0, out[-3000:]
+    assert re.search(r"^library\s+1$", out, re.M)  # built from T1's cache, before T6 runs
+    rehearsed = smk(workdir, "-n", "rehearse_T6", test_config=False)
+    out = rehearsed.stdout + rehearsed.stderr
+    assert rehearsed.returncode == 0, out[-3000:]
+    assert re.search(r"^rehearse_library\s+1$", out, re.M)
+    assert not re.search(r"^library\s+\d+$", out, re.M)  # a rehearsal never starts live work
+    assert "results/rehearsal/library/nano_v1.npz" in out

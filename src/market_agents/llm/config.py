@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 KINDS = ("mock", "openai", "anthropic", "openai_compatible", "library")
+FREE_KINDS = ("mock", "library")  # answer without a paid call: no key, no budget
 
 
 class _Strict(BaseModel):
@@ -101,6 +102,10 @@ class LLMConfig(_Strict):
             f"provider {route!r} is unknown: use one of {list(KINDS)} or declare "
             f"providers.{route}.kind"
         )
+
+    def paid_routes(self) -> list[str]:
+        """Routes that call a paid provider (not the mock, not the frozen library)."""
+        return [r for r in self.routes() if self.kind(r) not in FREE_KINDS]
 
     def settings(self, route: str) -> ProviderSettings:
         return self.providers.get(route) or ProviderSettings()
