@@ -127,11 +127,16 @@ def runs_of(mask: np.ndarray) -> list[tuple[int, int]]:
     return runs
 
 
+# A move exactly at a threshold counts, whatever the price level: compare ratios with a
+# tolerance far below any economic difference, so rounding never decides an episode.
+TOL = 1e-9
+
+
 def bubbles(p: np.ndarray, v: np.ndarray, gap: float, min_ticks: int) -> tuple[int, float]:
     """(count, tick share) of episodes with P/V - 1 >= gap for >= min_ticks consecutive ticks."""
     if len(p) == 0:
         return 0, 0.0
-    eps = [n for _, n in runs_of(p / v - 1.0 >= gap) if n >= min_ticks]
+    eps = [n for _, n in runs_of(p / v - 1.0 >= gap - TOL) if n >= min_ticks]
     return len(eps), sum(eps) / len(p)
 
 
@@ -141,7 +146,7 @@ def crashes(p: np.ndarray, drop: float, window: int) -> tuple[int, float]:
         return 0, 0.0
     hit = np.zeros(len(p), dtype=bool)
     for t in range(1, len(p)):
-        if p[t] <= (1.0 - drop) * p[max(0, t - window):t].max():
+        if p[t] / p[max(0, t - window):t].max() - 1.0 <= TOL - drop:
             hit[t] = True
     return len(runs_of(hit)), float(hit.mean())
 
