@@ -172,7 +172,7 @@ def test_missing_file_is_named(tmp_path):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(0.8, 1.2), min_size=30, max_size=120), st.floats(0.5, 50))
 @example([1.0] * 14 + [1.125, 1.125, 1.125, 1.109375, 1.1953125, 0.875, 0.875, 0.875, 0.875,
-                       0.8515625, 0.9921875, 0.9, 1.0, 1.0, 1.0, 1.0], 3.0)  # a fall of exactly 10 %
+                       0.8515625, 0.9921875, 0.9, 1.0, 1.0, 1.0, 1.0], 3.0)  # falls exactly 10 %
 def test_episodes_are_scale_free(ratios, scale):
     p = np.cumprod(np.asarray(ratios)) * 100
     v = np.full(len(p), 100.0)
