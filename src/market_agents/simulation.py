@@ -113,8 +113,8 @@ class Run:
             self.pool = LLMTraderPool(config, self.streams, list(self.population.llm_slots),
                                       cache_path)
         self.schedule: dict[int, list[int]] = {}
-        for slot, kind in enumerate(self.population.types):
-            if kind != "market_maker" or slot in self.population.llm_slots:
+        for slot, kind in enumerate(self.population.types):  # ascending: slot order per tick
+            if kind != "market_maker":  # makers quote every tick; LLM slots are never makers
                 for t in activation_ticks(config, self.population.phases[slot]):
                     self.schedule.setdefault(t, []).append(slot)
         self.makers = [s for s, t in self.traders.items() if t.every_tick]
