@@ -27,6 +27,8 @@ run: setup
 ifeq ($(strip $(RUN_ID)),)
 	$(VENV)/snakemake --cores $(WORKERS) exploratory
 	$(VENV)/ma summary results/runs/exploratory/outcomes.parquet
+	$(VENV)/ma plot results/runs/exploratory/outcomes.parquet --outcome volatility
+	$(VENV)/ma plot results/runs/exploratory/share_25/seed0001
 else
 	$(VENV)/python -m src.main --run-id $(RUN_ID) --mode $(MODE)
 	$(MAKE) --no-print-directory evaluate RUN_ID=$(RUN_ID) MODE=$(MODE)

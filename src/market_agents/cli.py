@@ -11,8 +11,9 @@ import sys
 from market_agents.errors import MarketAgentsError
 
 # Subcommand modules, in the order `ma --help` lists them.
-COMMANDS = ["run", "validate", "schema", "dag", "outcomes", "gather", "sensitivity", "budget",
-            "cell", "design", "summary", "bazaar", "gate", "pilot", "freeze", "cache", "library"]
+COMMANDS = ["run", "validate", "plot", "outcomes", "gather", "summary", "sensitivity", "budget",
+            "cell", "design", "gate", "pilot", "freeze", "schema", "dag", "cache", "library",
+            "bazaar"]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

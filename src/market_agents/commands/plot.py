@@ -1,0 +1,35 @@
+"""``ma plot``: figures from saved files (a run's price path, or an outcome across cells)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "plot",
+        help="draw a run's price path, or one outcome across a design's cells",
+        description="PATH is a run directory: draw mid price, V and V^pub with shocks and halts "
+        "marked, and volume (default OUT: PATH/price.png). PATH is an outcomes.parquet: draw "
+        "--outcome for every cell, seeds as dots and means as bars (default OUT: "
+        "<outcome>.png beside it). Reads saved files only.",
+    )
+    p.add_argument("path", help="a run directory or a design's outcomes.parquet")
+    p.add_argument("--outcome", default="volatility", help="column to draw for a design")
+    p.add_argument("--asset", type=int, default=0, help="asset of a two-asset run")
+    p.add_argument("--out", default=None, help="PNG file to write")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from market_agents.figures import design_figure, run_figure
+
+    path = Path(args.path)
+    if path.is_dir():
+        out = run_figure(path, args.out or path / "price.png", args.asset)
+    else:
+        out = design_figure(path, args.outcome,
+                            args.out or path.with_name(f"{args.outcome}.png"))
+    print(f"wrote {out}")
+    return 0

@@ -1,0 +1,87 @@
+"""Figures from saved files only (nothing is re-simulated): one run's price path, and one
+outcome across the cells of a design."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from market_agents.errors import ConfigError
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display needed
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def run_figure(run_dir: str | Path, out: str | Path, asset: int = 0) -> Path:
+    """Mid price against V and V^pub, with shocks and halts marked, and volume below."""
+    run_dir, out = Path(run_dir), Path(out)
+    try:
+        ticks = pl.read_parquet(run_dir / "ticks.parquet").filter(pl.col("asset") == asset)
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{run_dir}: not a complete run directory ({exc})") from None
+    if ticks.is_empty():
+        raise ConfigError(f"{run_dir}: no ticks for asset {asset}")
+    plt = _pyplot()
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6), sharex=True,
+                                      gridspec_kw={"height_ratios": [3, 1]})
+    t = ticks["tick"].to_numpy()
+    top.plot(t, ticks["fundamental"].to_numpy(), color="0.55", lw=1, label="V (hidden)")
+    top.step(t, ticks["public_value"].to_numpy(), where="post", color="tab:green", lw=1,
+             label="V^pub (public)")
+    top.plot(t, ticks["mid_price"].to_numpy(), color="tab:blue", lw=1.2, label="mid price")
+    for start, end in manifest.get("halts", []):
+        top.axvspan(start, end, color="tab:red", alpha=0.15, lw=0)
+    for shock in manifest.get("shocks", []):
+        top.axvline(shock["time"], color="tab:orange" if shock["kind"] == "placebo" else "k",
+                    ls="--", lw=0.8)
+    top.set_ylabel("price")
+    top.legend(loc="best", fontsize=8)
+    n_llm = manifest.get("n_llm_agents", 0)
+    top.set_title(f"{run_dir.parent.name}/{run_dir.name}: seed {manifest.get('seed')}, "
+                  f"{n_llm} LLM traders (dashed: shocks; red: halts)", fontsize=10)
+    bottom.bar(t, ticks["volume"].to_numpy(), width=1.0, color="0.4")
+    bottom.set_ylabel("volume")
+    bottom.set_xlabel("tick")
+    return _save(fig, out, plt)
+
+
+def design_figure(outcomes: str | Path, outcome: str, out: str | Path) -> Path:
+    """One outcome per cell: every seed as a dot, the cell mean as a bar."""
+    outcomes, out = Path(outcomes), Path(out)
+    try:
+        table = pl.read_parquet(outcomes)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise ConfigError(f"{outcomes}: cannot read the outcomes table ({exc})") from None
+    if outcome not in table.columns:
+        raise ConfigError(f"--outcome {outcome}: not a column of {outcomes} "
+                          f"(try one of: volatility, mispricing, rad, n_bubbles, reject_ratio)")
+    cells = table["cell"].unique(maintain_order=True).to_list()
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(cells) + 2), 4))
+    for i, cell in enumerate(cells):
+        values = table.filter(pl.col("cell") == cell)[outcome].drop_nulls().to_numpy()
+        if len(values):
+            ax.bar(i, values.mean(), color="tab:blue", alpha=0.35)
+            ax.plot([i] * len(values), values, "o", color="tab:blue", ms=4)
+    ax.set_xticks(range(len(cells)), cells, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel(outcome)
+    ax.set_title(f"{outcome} by cell ({outcomes.parent.name}; dots: seeds, bars: means)",
+                 fontsize=10)
+    return _save(fig, out, plt)
+
+
+def _save(fig, out: Path, plt) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
