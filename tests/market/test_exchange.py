@@ -158,3 +158,12 @@ def test_malformed_orders_are_rejected_as_invalid(bad):
     ex = make()
     ex.submit(0, bad)
     assert ex.order_log["reason"] == ["invalid"]
+
+
+def test_auction_market_order_is_funded_at_its_limit():
+    ex = make(mechanism="call_auction")  # last price 100: a market buy joins at limit 110
+    ex.submit(0, Order(BUY, 95, None))  # 95 x 110 = 10,450 > 10,000 cash
+    ex.submit(1, Order(BUY, 90, None))  # 90 x 110 = 9,900: funded
+    assert ex.order_log["reason"] == ["insufficient_funds", None]
+    assert ex.order_log["kind"] == ["market", "market"]
+    assert ex.accounts[1].committed_cash == 90 * 11_000

@@ -133,8 +133,14 @@ class Exchange:
                 if action.asset is None or action.asset == asset:
                     self._drop(slot, order, asset)
             return
-        reason = self._check(acct, action)
         kind = "market" if action.price is None else "limit"
+        if kind == "market" and self.cfg.mechanism == "call_auction" and (
+                0 <= action.asset < self.n_assets and action.side in (1, -1)):
+            # A market order joins the next auction as a limit 10 % through the last price,
+            # and is funded (checked and committed) at that limit like any other.
+            last = self.to_price(self.last[action.asset])
+            action = action._replace(price=round(last * (1 + 0.1 * action.side), 10))
+        reason = self._check(acct, action)
         oid = self.next_id
         self.next_id += 1
         if reason is not None:
@@ -181,11 +187,7 @@ class Exchange:
     def _execute(self, acct: Account, o: Order, oid: int) -> None:
         book = self.books[o.asset]
         limit = self.to_ticks(o.price) if o.price is not None else None
-        if self.cfg.mechanism == "call_auction":
-            # Orders wait for the next auction; a market order joins it as a limit 10 % through
-            # the last price.
-            if limit is None:
-                limit = self.to_ticks(self.to_price(self.last[o.asset]) * (1 + 0.1 * o.side))
+        if self.cfg.mechanism == "call_auction":  # orders wait for the next auction
             self._rest(acct, o, oid, limit)
             return
 
