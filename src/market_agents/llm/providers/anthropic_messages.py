@@ -4,10 +4,8 @@
 
 from __future__ import annotations
 
-import time
-
 from market_agents.llm.config import ProviderSettings
-from market_agents.llm.providers.base import Provider, classify_sdk_error, split_system
+from market_agents.llm.providers.base import SDKProvider, split_system
 from market_agents.llm.types import LLMRequest, LLMResponse, Usage
 
 # Models that reject ``effort`` (it arrived with Opus 4.5); newer ids are assumed to take it.
@@ -21,7 +19,7 @@ def supports_effort(model: str) -> bool:
     return not model.startswith(NO_EFFORT_PREFIXES)
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(SDKProvider):
     kind = "anthropic"
 
     def __init__(self, route: str, settings: ProviderSettings, key: str | None, url: str | None):
@@ -56,14 +54,7 @@ class AnthropicProvider(Provider):
         return kwargs
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        start = time.monotonic()
-        try:
-            resp = await self._client.messages.create(
-                **self.payload(request), timeout=request.timeout_s or self._sdk.NOT_GIVEN
-            )
-        except Exception as exc:  # noqa: BLE001 - every SDK failure is classified
-            raise classify_sdk_error(exc, self._sdk) from None
-        latency = time.monotonic() - start
+        resp, latency = await self.send(self._client.messages.create, request)
         text = "".join(b.text for b in resp.content if getattr(b, "type", "") == "text")
         u = resp.usage
         read = u.cache_read_input_tokens or 0
@@ -84,6 +75,3 @@ class AnthropicProvider(Provider):
             truncated=resp.stop_reason == "max_tokens",
             model=resp.model or "",
         )
-
-    async def aclose(self) -> None:
-        await self._client.close()

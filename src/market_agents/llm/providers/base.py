@@ -8,6 +8,8 @@ Providers know nothing of the cache, prices or budgets (``client.py`` wraps them
 from __future__ import annotations
 
 import abc
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from market_agents.llm.types import LLMRequest, LLMResponse, Message
@@ -37,6 +39,31 @@ class Provider(abc.ABC):
 
     async def aclose(self) -> None:
         return None
+
+
+class SDKProvider(Provider):
+    """A provider over an official SDK client (``_sdk`` module, ``_client`` instance): one place
+    times the call, classifies its failures and closes the client."""
+
+    _sdk: Any
+    _client: Any
+
+    @abc.abstractmethod
+    def payload(self, request: LLMRequest) -> dict: ...
+
+    async def send(self, create: Callable[..., Awaitable[Any]], request: LLMRequest
+                   ) -> tuple[Any, float]:
+        """``create(**payload)`` with the request's timeout -> (SDK response, latency in s)."""
+        start = time.monotonic()
+        try:
+            resp = await create(**self.payload(request),
+                                timeout=request.timeout_s or self._sdk.NOT_GIVEN)
+        except Exception as exc:  # noqa: BLE001 - every SDK failure is classified
+            raise classify_sdk_error(exc, self._sdk) from None
+        return resp, time.monotonic() - start
+
+    async def aclose(self) -> None:
+        await self._client.close()
 
 
 def split_system(messages: tuple[Message, ...]) -> tuple[str, list[dict[str, Any]]]:

@@ -4,14 +4,12 @@
 
 from __future__ import annotations
 
-import time
-
 from market_agents.llm.config import ProviderSettings
-from market_agents.llm.providers.base import Provider, ProviderError, classify_sdk_error
+from market_agents.llm.providers.base import ProviderError, SDKProvider
 from market_agents.llm.types import LLMRequest, LLMResponse, Usage
 
 
-class OpenAICompatibleProvider(Provider):
+class OpenAICompatibleProvider(SDKProvider):
     kind = "openai_compatible"
 
     def __init__(self, route: str, settings: ProviderSettings, key: str | None, url: str):
@@ -40,14 +38,7 @@ class OpenAICompatibleProvider(Provider):
         return kwargs
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        start = time.monotonic()
-        try:
-            resp = await self._client.chat.completions.create(
-                **self.payload(request), timeout=request.timeout_s or self._sdk.NOT_GIVEN
-            )
-        except Exception as exc:  # noqa: BLE001 - every SDK failure is classified
-            raise classify_sdk_error(exc, self._sdk) from None
-        latency = time.monotonic() - start
+        resp, latency = await self.send(self._client.chat.completions.create, request)
         if not resp.choices:
             raise ProviderError("bad_response", "no choices")
         choice = resp.choices[0]
@@ -66,6 +57,3 @@ class OpenAICompatibleProvider(Provider):
             truncated=choice.finish_reason == "length",
             model=resp.model or "",
         )
-
-    async def aclose(self) -> None:
-        await self._client.close()

@@ -4,14 +4,12 @@ hit OpenAI's prompt cache."""
 
 from __future__ import annotations
 
-import time
-
 from market_agents.llm.config import ProviderSettings
-from market_agents.llm.providers.base import Provider, classify_sdk_error, split_system
+from market_agents.llm.providers.base import SDKProvider, split_system
 from market_agents.llm.types import LLMRequest, LLMResponse, Usage
 
 
-class OpenAIProvider(Provider):
+class OpenAIProvider(SDKProvider):
     kind = "openai"
 
     def __init__(self, route: str, settings: ProviderSettings, key: str | None, url: str | None):
@@ -45,14 +43,7 @@ class OpenAIProvider(Provider):
         return kwargs
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        start = time.monotonic()
-        try:
-            resp = await self._client.responses.create(
-                **self.payload(request), timeout=request.timeout_s or self._sdk.NOT_GIVEN
-            )
-        except Exception as exc:  # noqa: BLE001 - every SDK failure is classified
-            raise classify_sdk_error(exc, self._sdk) from None
-        latency = time.monotonic() - start
+        resp, latency = await self.send(self._client.responses.create, request)
         refusal = any(
             getattr(part, "type", "") == "refusal"
             for item in resp.output or []
@@ -77,6 +68,3 @@ class OpenAIProvider(Provider):
             truncated=resp.status == "incomplete",
             model=resp.model or "",
         )
-
-    async def aclose(self) -> None:
-        await self._client.close()
