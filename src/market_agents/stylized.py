@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from market_agents.outcomes import bubbles, excess_kurtosis, log_returns
+
 TARGETS = {
     "excess_kurtosis": (1.0, None),
     "abs_acf1": (None, 0.084),
@@ -32,27 +34,19 @@ def hill(abs_r: np.ndarray, tail: float = 0.05) -> float:
     return float(1.0 / np.mean(np.log(x[:k] / x[k])))
 
 
-def longest_run(mask: np.ndarray) -> int:
-    best = run = 0
-    for m in mask:
-        run = run + 1 if m else 0
-        best = max(best, run)
-    return best
-
-
 def facts(mid: np.ndarray, value: np.ndarray, burn_in: int) -> dict[str, float]:
-    """Facts of one run's mid-price path (ticks from ``burn_in`` on) against true value V."""
+    """Facts of one run's mid-price path (ticks from ``burn_in`` on) against true value V.
+
+    Returns, kurtosis and bubbles are scored by the same functions as the outcomes."""
     p, v = mid[burn_in:], value[burn_in:]
-    r = np.diff(np.log(p))
-    z = r - r.mean()
-    kurt = float(np.mean(z**4) / np.mean(z**2) ** 2 - 3.0) if np.any(z) else 0.0
+    r = log_returns(p)
     ab = np.abs(r)
     return {
-        "excess_kurtosis": kurt,
+        "excess_kurtosis": excess_kurtosis(r) or 0.0,
         "abs_acf1": abs(acf(r, 1)),
         "acf_abs_r_1_10": float(np.mean([acf(ab, k) for k in range(1, 11)])),
         "hill_tail_index": hill(ab),
-        "bubble_5pct_10": float(longest_run(p / v - 1 >= 0.05) >= 10),
+        "bubble_5pct_10": float(bubbles(p, v, 0.05, 10)[0] > 0),
         "mean_abs_mispricing": float(np.mean(np.abs(p / v - 1))),
     }
 
