@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 import yaml
 
+from market_agents.atomic import write_json_atomic
 from market_agents.errors import MarketAgentsError
 from market_agents.outcomes import RunFiles, Thresholds, score
 
@@ -51,20 +52,6 @@ def read_json(path: Path) -> dict[str, Any]:
         raise RunDirError(f"{path}: missing") from None
     except json.JSONDecodeError as exc:
         raise RunDirError(f"{path}: malformed JSON ({exc})") from None
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write to a temp file in the same directory, then rename, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=1, sort_keys=True, allow_nan=False)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_parquet_atomic(path: Path, frame: pl.DataFrame) -> None:

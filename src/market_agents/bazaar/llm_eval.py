@@ -12,6 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
+from market_agents.atomic import write_json_atomic
 from market_agents.bazaar import mock_agent
 from market_agents.bazaar.anchors import HONEST_ANCHOR, run_policy
 from market_agents.bazaar.engine import BazaarEnv
@@ -181,7 +182,5 @@ def write_outputs(out: Path, tier: Tier, provider: str, model: str, split: str,
         "anchor_reward": mean("reward", anchor_eps),
         "usage": usage,
     }
-    tmp = out / "summary.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    tmp.replace(out / "summary.json")
+    write_json_atomic(out / "summary.json", summary)
     return summary

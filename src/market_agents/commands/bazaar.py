@@ -7,6 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
+from market_agents.atomic import write_json_atomic
 from market_agents.errors import ConfigError
 
 
@@ -25,13 +26,6 @@ def _seeds(n: int, arg: str = "--seeds") -> int:
     if n < 1:
         raise ConfigError(f"{arg} must be >= 1, got {n}")
     return n
-
-
-def _write_json(path: Path, obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -97,7 +91,8 @@ def cmd_anchors(args: argparse.Namespace) -> int:
     print(format_table(rows, claims))
     if args.out:
         out = Path(args.out)
-        _write_json(out / "anchors.json", {"seeds": args.seeds, "rows": rows, "claims": claims})
+        write_json_atomic(out / "anchors.json",
+                          {"seeds": args.seeds, "rows": rows, "claims": claims})
         pl.DataFrame(rows).write_parquet(out / "anchors.parquet")
     return 0 if all(c["ok"] for c in claims) else 1
 
@@ -112,7 +107,7 @@ def cmd_exploits(args: argparse.Namespace) -> int:
         print()
         beaten |= any(r["beats"] for r in rows)
         if args.out:
-            _write_json(Path(args.out) / f"exploits_{tier}.json",
+            write_json_atomic(Path(args.out) / f"exploits_{tier}.json",
                         {"tier": tier, "seeds": args.seeds, "anchor": anchor, "farms": rows})
     print("a farm BEATS its anchor" if beaten else "no farm beats its tier's honest anchor")
     return 1 if beaten else 0
@@ -132,6 +127,6 @@ def cmd_play(args: argparse.Namespace) -> int:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "transcript.jsonl").write_text("\n".join(lines) + "\n")
-        _write_json(out / "summary.json",
+        write_json_atomic(out / "summary.json",
                     {k: v for k, v in result.items() if k != "transcript"})
     return 0

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from market_agents.atomic import write_json_atomic
 from market_agents.errors import ConfigError
 
 
@@ -55,8 +56,7 @@ def _create(args: argparse.Namespace) -> int:
     prices = yaml.safe_load(design.prices_path.read_text()) or {}
     freeze = build(design_facts(design), pilot, prices, default_thresholds())
     freeze["pilot_failed_criteria_accepted"] = failed
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(freeze, indent=2, sort_keys=True) + "\n")
+    write_json_atomic(args.out, freeze)
     print(f"froze {design.name} at {freeze['git']['commit']} -> {args.out}")
     return 0
 

@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _write(path: Path, data: dict) -> None:
-    from market_agents.rundir import write_json_atomic
+    from market_agents.atomic import write_json_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(path, data)

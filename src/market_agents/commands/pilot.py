@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from market_agents.atomic import write_json_atomic
 from market_agents.errors import ConfigError
 
 
@@ -39,8 +39,7 @@ def _run(args: argparse.Namespace) -> int:
     outcomes = pl.read_parquet(path)
     dirs = [run_dir(design.name, c, s) for c, s in design.runs()]
     summary = {"design": design.name, **summarize(outcomes, dirs)}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    write_json_atomic(args.out, summary)
     failed = [k for k, c in summary["criteria"].items() if not c["pass"]]
     print(f"pilot {design.name}: {summary['total_usd']:.4f} USD, {summary['decisions']:,} "
           f"decisions, {'PASS' if summary['pass'] else 'FAIL: ' + ', '.join(failed)} -> {args.out}")
