@@ -120,6 +120,9 @@ class Run:
         self.makers = [s for s, t in self.traders.items() if t.every_tick]
         self.decisions = dict.fromkeys(range(config.population.n_traders), 0)
         self.mids: list[list[float]] = [[float(v)] for v in self.path.public[:, 0]]
+        # Plain lists: the loop reads one value per tick, and numpy scalar indexing is slow.
+        self.public: list[list[float]] = self.path.public.tolist()
+        self.value: list[list[float]] = self.path.value.tolist()
         self.progress = sys.stderr.isatty() if progress is None else progress
 
     def snapshot(self, halted: bool) -> list[tuple]:
@@ -130,7 +133,7 @@ class Run:
         for a, book in enumerate(ex.books):
             bid, ask = book.best(1), book.best(-1)
             out.append((
-                a, round(float(self.path.public[a, t]), 4), ex.to_price(ex.last[a]), ex.mid[a],
+                a, round(self.public[a][t], 4), ex.to_price(ex.last[a]), ex.mid[a],
                 None if bid is None else ex.to_price(bid),
                 None if ask is None else ex.to_price(ask),
                 book.size_at(1, bid), book.size_at(-1, ask), tuple(self.mids[a][-h:]), halted,
@@ -141,14 +144,13 @@ class Run:
         ex = self.ex
         acct = ex.accounts[slot]
         tick = self.config.exchange.tick_size
-        return MarketView(
-            tick=ex.tick, slot=slot,
-            assets=tuple(AssetView(*p, acct.shares[i]) for i, p in enumerate(public)),
-            cash=acct.cash * tick, wealth=ex.equity(acct) * tick,
-            position_limit=self.config.exchange.position_limit, max_leverage=acct.leverage,
-            open_orders=tuple((o.id, acct.order_asset[o.id], o.side, ex.to_price(o.price), o.qty)
-                              for o in acct.open_orders.values()),
-        )
+        shares = acct.shares
+        open_orders = tuple([(o.id, acct.order_asset[o.id], o.side, ex.to_price(o.price), o.qty)
+                             for o in acct.open_orders.values()]) if acct.open_orders else ()
+        return MarketView(ex.tick, slot, tuple([AssetView(*p, shares[i])
+                                                for i, p in enumerate(public)]),
+                          acct.cash * tick, ex.equity(acct) * tick,
+                          self.config.exchange.position_limit, acct.leverage, open_orders)
 
     def execute(self) -> dict[str, Any]:
         sim, ex = self.config.simulation, self.ex
@@ -192,8 +194,8 @@ class Run:
                 rows["best_ask"].append(None if ask is None else ex.to_price(ask))
                 rows["spread"].append(None if bid is None or ask is None
                                       else ex.to_price(ask - bid))
-                rows["fundamental"].append(float(self.path.value[a, t]))
-                rows["public_value"].append(float(self.path.public[a, t]))
+                rows["fundamental"].append(self.value[a][t])
+                rows["public_value"].append(self.public[a][t])
                 rows["volume"].append(ex.tick_volume[a])
                 rows["n_trades"].append(ex.tick_trades[a])
                 rows["halted"].append(halted)
@@ -217,8 +219,8 @@ class Run:
             agents["n_decisions"].append(self.decisions[slot])
         tables = {
             "ticks": pl.DataFrame(rows, schema=TICKS_SCHEMA),
-            "trades": pl.DataFrame(ex.trade_rows, schema=TRADES_SCHEMA, orient="row"),
-            "orders": pl.DataFrame(ex.order_rows, schema=ORDERS_SCHEMA, orient="row"),
+            "trades": pl.DataFrame(ex.trade_log, schema=TRADES_SCHEMA),
+            "orders": pl.DataFrame(ex.order_log, schema=ORDERS_SCHEMA),
             "agents": pl.DataFrame(agents, schema=AGENTS_SCHEMA),
         }
         llm_rows = self.pool.records() if self.pool else []

@@ -62,24 +62,28 @@ class MarketMaker(Trader):
         for a in view.assets:
             if a.halted:
                 continue
+            asset, value, last_price = a.asset, a.public_value, a.last_price
             # Centring on the mid alone chases orders resting inside the spread (positive
             # autocorrelation); on the last trade alone it bounces (negative). A blend of the
             # two leaves mid-price returns close to unpredictable. Public news moves the quotes
             # at once: a jump, not a drift toward V^pub.
-            news = a.public_value - self.seen_value.get(a.asset, a.public_value)
-            self.seen_value[a.asset] = a.public_value
-            if a.last_price != self.seen_last.get(a.asset):
-                self.seen_last[a.asset] = a.last_price
-                self.news_since_trade[a.asset] = 0.0
-            self.news_since_trade[a.asset] = self.news_since_trade.get(a.asset, 0.0) + news
-            last = a.last_price + self.news_since_trade[a.asset]
-            ref = self.trade_weight * last + (1 - self.trade_weight) * (ref_price(a) + news)
+            news = value - self.seen_value.get(asset, value)
+            self.seen_value[asset] = value
+            if last_price != self.seen_last.get(asset):
+                self.seen_last[asset] = last_price
+                pending = 0.0
+            else:
+                pending = self.news_since_trade.get(asset, 0.0)
+            pending += news
+            self.news_since_trade[asset] = pending
+            w = self.trade_weight
+            ref = w * (last_price + pending) + (1 - w) * (ref_price(a) + news)
             vol = realized_vol(a.recent_prices)
             skew = self.inventory_aversion * (a.shares - self.target) / self.size
             center = ref * (1.0 - skew)
             half = center * (self.half_spread + self.vol_mult * vol)
-            out.append(Order(BUY, self.size, round(center - half, 2), a.asset, ttl=1))
-            out.append(Order(SELL, self.size, round(center + half, 2), a.asset, ttl=1))
+            out.append(Order(BUY, self.size, round(center - half, 2), asset, 1))
+            out.append(Order(SELL, self.size, round(center + half, 2), asset, 1))
         return out
 
 

@@ -82,7 +82,10 @@ class Exchange:
         return self._initial is not None and self._totals() == self._initial
 
     def equity(self, acct: Account) -> float:
-        return acct.cash + sum(s * self.mid_ticks(i) for i, s in enumerate(acct.shares))
+        held = 0.0
+        for mid, s in zip(self.mid, acct.shares, strict=True):
+            held += s * (mid / self.cfg.tick_size)  # shares at the mid, in ticks
+        return acct.cash + held
 
     def mid_ticks(self, asset: int) -> float:
         return self.mid[asset] / self.cfg.tick_size
@@ -101,8 +104,9 @@ class Exchange:
         self.tick = tick
         self.tick_volume = [0] * self.n_assets
         self.tick_trades = [0] * self.n_assets
-        while self.expiries and self.expiries[0][0] <= tick:
-            _, oid, owner, asset = heapq.heappop(self.expiries)
+        expiries = self.expiries
+        while expiries and expiries[0][0] <= tick:
+            _, oid, owner, asset = heapq.heappop(expiries)
             order = self.accounts[owner].open_orders.get(oid)
             if order is not None:
                 self._drop(owner, order, asset)
@@ -124,8 +128,8 @@ class Exchange:
     def submit(self, slot: int, action: Order | Cancel) -> None:
         acct = self.accounts[slot]
         if isinstance(action, Cancel):
-            self._log(acct, action.asset if action.asset is not None else -1, 0, "cancel", 0, 0,
-                      None, "accepted", None)
+            self.order_rows.append((self.tick, slot, -1 if action.asset is None else action.asset,
+                                    0, "cancel", 0, 0, None, "accepted", None, acct.is_llm))
             targets = list(acct.open_orders.values()) if action.order_id is None else [
                 acct.open_orders[action.order_id]] if action.order_id in acct.open_orders else []
             for order in targets:
@@ -140,33 +144,37 @@ class Exchange:
             # and is funded (checked and committed) at that limit like any other.
             last = self.to_price(self.last[action.asset])
             action = action._replace(price=round(last * (1 + 0.1 * action.side), 10))
-        reason = self._check(acct, action)
+        side, qty, price, asset = action.side, action.qty, action.price, action.asset
+        limit = None
+        if qty <= 0 or side not in (1, -1) or not 0 <= asset < self.n_assets or (
+                price is not None and not (math.isfinite(price) and price > 0)):
+            reason: str | None = "invalid"
+        else:
+            if price is not None:
+                limit = self.to_ticks(price)
+            reason = self._check(acct, action, limit)
         oid = self.next_id
         self.next_id += 1
-        if reason is not None:
-            self._log(acct, action.asset, oid, kind, action.side, action.qty, action.price,
-                      "rejected", reason)
-            return
-        self._log(acct, action.asset, oid, kind, action.side, action.qty, action.price,
-                  "accepted", None)
-        self._execute(acct, action, oid)
+        self.order_rows.append((self.tick, slot, asset, oid, kind, side, qty, price,
+                                "accepted" if reason is None else "rejected", reason,
+                                acct.is_llm))
+        if reason is None:
+            self._execute(acct, action, oid, limit)
 
-    def _check(self, acct: Account, o: Order) -> str | None:
-        if o.qty <= 0 or o.side not in (1, -1) or not 0 <= o.asset < self.n_assets or (
-                o.price is not None and not (math.isfinite(o.price) and o.price > 0)):
-            return "invalid"
+    def _check(self, acct: Account, o: Order, limit: int | None) -> str | None:
+        """Why a well-formed order is refused (None: accepted); ``limit`` is its price in ticks."""
         if self.halted:
             return "halted"
         a = o.asset
-        limit = self.cfg.position_limit
-        if limit is not None:
+        cap = self.cfg.position_limit
+        if cap is not None:
             exposure = (acct.shares[a] + acct.committed_buy[a] if o.side == BUY
                         else acct.shares[a] - acct.committed_sell[a])
             after = exposure + o.side * o.qty
             # An order that brings the position back toward the limit is always allowed.
-            if abs(after) > limit and abs(after) > abs(exposure):
+            if abs(after) > cap and abs(after) > abs(exposure):
                 return "position_limit"
-        ref = self.to_ticks(o.price) if o.price is not None else self._reference(a, o.side)
+        ref = limit if limit is not None else self._reference(a, o.side)
         if acct.leverage <= 1.0:
             if o.side == BUY and acct.cash - acct.committed_cash < ref * o.qty:
                 return "insufficient_funds"
@@ -184,35 +192,42 @@ class Exchange:
         best = self.books[asset].best(-side)
         return best if best is not None else self.last[asset]
 
-    def _execute(self, acct: Account, o: Order, oid: int) -> None:
-        book = self.books[o.asset]
-        limit = self.to_ticks(o.price) if o.price is not None else None
+    def _execute(self, acct: Account, o: Order, oid: int, limit: int | None) -> None:
         if self.cfg.mechanism == "call_auction":  # orders wait for the next auction
             self._rest(acct, o, oid, limit)
             return
+        book = self.books[o.asset]
+        left = o.qty
+        best = book.best(-o.side)
+        # Most orders do not cross: they skip the matching machinery and rest at once.
+        if best is not None and (limit is None or (best <= limit if o.side == BUY
+                                                   else best >= limit)):
+            def fill(resting: Resting, qty: int, price: int) -> int:
+                if acct.leverage <= 1.0 and o.side == BUY:
+                    qty = min(qty, (acct.cash - acct.committed_cash) // price)
+                if qty > 0:
+                    self._settle(o.asset, acct, self.accounts[resting.owner], resting, o.side,
+                                 qty, price)
+                return qty
 
-        def fill(resting: Resting, qty: int, price: int) -> int:
-            if acct.leverage <= 1.0 and o.side == BUY:
-                qty = min(qty, (acct.cash - acct.committed_cash) // price)
-            if qty > 0:
-                self._settle(o.asset, acct, self.accounts[resting.owner], resting, o.side, qty,
-                             price)
-            return qty
-
-        left = book.match(o.side, o.qty, limit, acct.slot, fill,
-                          lambda r: self._drop(acct.slot, r, o.asset))
+            left = book.match(o.side, o.qty, limit, acct.slot, fill,
+                              lambda r: self._drop(acct.slot, r, o.asset))
         if left > 0 and limit is not None:
             self._rest(acct, o, oid, limit, left)
 
     def _rest(self, acct: Account, o: Order, oid: int, limit: int, qty: int | None = None) -> None:
         qty = o.qty if qty is None else qty
-        ttl = o.ttl if o.ttl is not None else self.cfg.order_ttl
-        order = Resting(oid, acct.slot, o.side, limit, qty, self.tick + ttl)
+        expiry = self.tick + (o.ttl if o.ttl is not None else self.cfg.order_ttl)
+        order = Resting(oid, acct.slot, o.side, limit, qty, expiry)
         self.books[o.asset].add(order)
         acct.open_orders[oid] = order
         acct.order_asset[oid] = o.asset
-        self._commit(acct, o.asset, order, +1)
-        heapq.heappush(self.expiries, (order.expiry, oid, acct.slot, o.asset))
+        if o.side == BUY:
+            acct.committed_buy[o.asset] += qty
+            acct.committed_cash += qty * limit
+        else:
+            acct.committed_sell[o.asset] += qty
+        heapq.heappush(self.expiries, (expiry, oid, acct.slot, o.asset))
 
     def _commit(self, acct: Account, asset: int, order: Resting, sign: int, qty: int | None = None
                 ) -> None:
@@ -275,12 +290,7 @@ class Exchange:
             i += b.qty == 0
             j += s.qty == 0
 
-    # --- log ----------------------------------------------------------------------------------
-    def _log(self, acct: Account, asset: int, oid: int, kind: str, side: int, qty: int,
-             price: float | None, status: str, reason: str | None) -> None:
-        self.order_rows.append((self.tick, acct.slot, asset, oid, kind, side, qty, price, status,
-                                reason, acct.is_llm))
-
+    # --- log ---------------------------------------------------------------------------------
     @property
     def order_log(self) -> dict[str, list]:
         return _columns(ORDER_COLUMNS, self.order_rows)

@@ -6,7 +6,6 @@ Prices in orders are floats in currency units; the exchange works in integer tic
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 BUY = 1
@@ -32,8 +31,8 @@ class Cancel(NamedTuple):
     asset: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class AssetView:
+# Views are NamedTuples for the same reason: one is built per trader per decision.
+class AssetView(NamedTuple):
     asset: int
     public_value: float  # V^pub: the only value signal any trader sees
     last_price: float
@@ -47,8 +46,7 @@ class AssetView:
     shares: int  # the viewer's position in this asset
 
 
-@dataclass(frozen=True, slots=True)
-class MarketView:
+class MarketView(NamedTuple):
     """Everything one trader may know at a decision: public market data and its own account."""
 
     tick: int
@@ -58,5 +56,5 @@ class MarketView:
     wealth: float  # cash + shares marked at mid
     position_limit: int | None
     max_leverage: float  # 1.0 for unlevered traders
-    open_orders: tuple[tuple[int, int, int, float, int], ...] = field(default=())
+    open_orders: tuple[tuple[int, int, int, float, int], ...] = ()
     # (order_id, asset, side, price, remaining qty)
