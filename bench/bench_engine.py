@@ -48,6 +48,28 @@ def in_process(repeats: int) -> tuple[list[float], int]:
     return times, orders
 
 
+def message_floor(n: int = 20000) -> float:
+    """Seconds for the cheapest message: one limit order that rests, then expires.
+
+    Every quote a market maker sends costs at least this, whatever else the run does."""
+    from market_agents.config import ExchangeConfig
+    from market_agents.market.exchange import Exchange
+    from market_agents.market.types import BUY, Order
+
+    ex = Exchange(ExchangeConfig(), 1, [100.0])
+    ex.open_account(0, "market_maker", False, 1e9, 0)
+    ex.seal()
+    order = Order(BUY, 1, 99.0, 0, 1)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(n):
+            ex.submit(0, order)
+            ex.begin_tick(ex.tick + 1)
+        best = min(best, (time.perf_counter() - start) / n)
+    return best
+
+
 def pams(repeats: int) -> tuple[list[float], int] | None:
     cmd = ["uv", "run", "--quiet", "--no-project", "--with", "pams==0.3.0", "python",
            str(ROOT / "bench" / "pams_ci2002.py"), str(repeats + 1)]
@@ -78,6 +100,11 @@ def main() -> None:
             print(f"  ratio PAMS / ours, per run: {med(theirs) / med(ours):.2f}x; "
                   f"per message: {(med(theirs) / their_orders) / (med(ours) / n_orders):.2f}x "
                   f"(>1: ours faster)")
+            floor = message_floor()
+            print(f"  message floor: one order sent, rested and expired costs "
+                  f"{floor * 1e6:.2f} us, so {n_orders} messages alone take "
+                  f"{n_orders * floor * 1e3:.1f} ms; 2x PAMS leaves {med(theirs) / 2 * 1e3:.1f} ms "
+                  f"for the whole run")
 
     with tempfile.TemporaryDirectory() as tmp:
         floor = timed([sys.executable, "-c", "import numpy, polars, pydantic, yaml"],
