@@ -119,10 +119,10 @@ class Run:
                     self.schedule.setdefault(t, []).append(slot)
         self.makers = [s for s, t in self.traders.items() if t.every_tick]
         self.decisions = dict.fromkeys(range(config.population.n_traders), 0)
-        self.mids: list[list[float]] = [[float(v)] for v in self.path.public[:, 0]]
         # Plain lists: the loop reads one value per tick, and numpy scalar indexing is slow.
         self.public: list[list[float]] = self.path.public.tolist()
         self.value: list[list[float]] = self.path.value.tolist()
+        self.mids: list[list[float]] = [[row[0]] for row in self.public]
         self.progress = sys.stderr.isatty() if progress is None else progress
 
     def snapshot(self, halted: bool) -> list[tuple]:
@@ -147,10 +147,13 @@ class Run:
         shares = acct.shares
         open_orders = tuple([(o.id, acct.order_asset[o.id], o.side, ex.to_price(o.price), o.qty)
                              for o in acct.open_orders.values()]) if acct.open_orders else ()
-        return MarketView(ex.tick, slot, tuple([AssetView(*p, shares[i])
-                                                for i, p in enumerate(public)]),
-                          acct.cash * tick, ex.equity(acct) * tick,
-                          self.config.exchange.position_limit, acct.leverage, open_orders)
+        return MarketView(
+            tick=ex.tick, slot=slot,
+            assets=tuple([AssetView(*p, shares[i]) for i, p in enumerate(public)]),
+            cash=acct.cash * tick, wealth=ex.equity(acct) * tick,
+            position_limit=self.config.exchange.position_limit, max_leverage=acct.leverage,
+            open_orders=open_orders,
+        )
 
     def execute(self) -> dict[str, Any]:
         sim, ex = self.config.simulation, self.ex

@@ -82,8 +82,8 @@ class MarketMaker(Trader):
             skew = self.inventory_aversion * (a.shares - self.target) / self.size
             center = ref * (1.0 - skew)
             half = center * (self.half_spread + self.vol_mult * vol)
-            out.append(Order(BUY, self.size, round(center - half, 2), asset, 1))
-            out.append(Order(SELL, self.size, round(center + half, 2), asset, 1))
+            out.append(Order(BUY, self.size, round(center - half, 2), asset, ttl=1))
+            out.append(Order(SELL, self.size, round(center + half, 2), asset, ttl=1))
         return out
 
 

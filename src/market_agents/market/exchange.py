@@ -82,9 +82,9 @@ class Exchange:
         return self._initial is not None and self._totals() == self._initial
 
     def equity(self, acct: Account) -> float:
-        held = 0.0
-        for mid, s in zip(self.mid, acct.shares, strict=True):
-            held += s * (mid / self.cfg.tick_size)  # shares at the mid, in ticks
+        held = 0.0  # shares marked at the mid, in ticks
+        for asset, s in enumerate(acct.shares):
+            held += s * self.mid_ticks(asset)
         return acct.cash + held
 
     def mid_ticks(self, asset: int) -> float:
@@ -128,8 +128,8 @@ class Exchange:
     def submit(self, slot: int, action: Order | Cancel) -> None:
         acct = self.accounts[slot]
         if isinstance(action, Cancel):
-            self.order_rows.append((self.tick, slot, -1 if action.asset is None else action.asset,
-                                    0, "cancel", 0, 0, None, "accepted", None, acct.is_llm))
+            self._log(acct, -1 if action.asset is None else action.asset, 0, "cancel", 0, 0, None,
+                      None)
             targets = list(acct.open_orders.values()) if action.order_id is None else [
                 acct.open_orders[action.order_id]] if action.order_id in acct.open_orders else []
             for order in targets:
@@ -155,9 +155,7 @@ class Exchange:
             reason = self._check(acct, action, limit)
         oid = self.next_id
         self.next_id += 1
-        self.order_rows.append((self.tick, slot, asset, oid, kind, side, qty, price,
-                                "accepted" if reason is None else "rejected", reason,
-                                acct.is_llm))
+        self._log(acct, asset, oid, kind, side, qty, price, reason)
         if reason is None:
             self._execute(acct, action, oid, limit)
 
@@ -222,11 +220,7 @@ class Exchange:
         self.books[o.asset].add(order)
         acct.open_orders[oid] = order
         acct.order_asset[oid] = o.asset
-        if o.side == BUY:
-            acct.committed_buy[o.asset] += qty
-            acct.committed_cash += qty * limit
-        else:
-            acct.committed_sell[o.asset] += qty
+        self._commit(acct, o.asset, order, +1)
         heapq.heappush(self.expiries, (expiry, oid, acct.slot, o.asset))
 
     def _commit(self, acct: Account, asset: int, order: Resting, sign: int, qty: int | None = None
@@ -291,6 +285,13 @@ class Exchange:
             j += s.qty == 0
 
     # --- log ---------------------------------------------------------------------------------
+    def _log(self, acct: Account, asset: int, oid: int, kind: str, side: int, qty: int,
+             price: float | None, reason: str | None) -> None:
+        """One order-log row; ``reason`` None means accepted."""
+        self.order_rows.append((self.tick, acct.slot, asset, oid, kind, side, qty, price,
+                                "accepted" if reason is None else "rejected", reason,
+                                acct.is_llm))
+
     @property
     def order_log(self) -> dict[str, list]:
         return _columns(ORDER_COLUMNS, self.order_rows)
