@@ -109,10 +109,11 @@ def _arguments(verb: str, rest: str) -> Action | Illegal:
     if reason is not None:
         return Illegal(reason)
     if len(tokens) != len(kinds):
-        usage = f"{verb} Q" if verb != "quote" else "quote BP BQ AP AQ"
-        return Illegal(f"{usage} takes {len(kinds)} number{'s' if len(kinds) > 1 else ''} and "
-                       f"nothing else on its line, got {rest!r}" if rest else
-                       f"{usage} needs {len(kinds)} number{'s' if len(kinds) > 1 else ''}")
+        usage, n = ("quote BP BQ AP AQ" if verb == "quote" else f"{verb} Q"), len(kinds)
+        numbers = f"{n} number{'s' if n > 1 else ''}"
+        if len(tokens) < n:
+            return Illegal(f"{usage} needs {numbers}, got {len(tokens)}")
+        return Illegal(f"{usage} takes {numbers} and nothing else on its line, got {rest!r}")
     if verb in ("buy", "sell"):
         qty = int(tokens[0])
         if qty < 1:
