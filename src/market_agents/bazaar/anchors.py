@@ -32,14 +32,16 @@ PUBLIC: dict[str, dict[str, dict[str, str]]] = {
     "hard": {"passive": {"score": "1.0000"}, "honest": {"score": "0.9975"},
              "gambler": {"score": "0.9633"}},
     "maker_micro": {
-        "passive": {"score": "0.9995"}, "honest": {"score": "1.0274"}, "gambler": {"score": "1.0000"},
+        "passive": {"score": "0.9995"}, "honest": {"score": "1.0274"},
+        "gambler": {"score": "1.0000"},
         "wide": {"score": "0.9996"},
         "tight": {"score": "0.9994", "maker_fills": "42.0", "pickoff_loss": "6.45"},
         "vol_aware": {"score": "1.0200", "maker_fills": "16.85", "pickoff_loss": "0.00"},
         "threshold_taker": {"score": "1.0279"},
     },
     "maker_easy": {
-        "passive": {"score": "0.9990"}, "honest": {"score": "1.0093"}, "gambler": {"score": "0.9905"},
+        "passive": {"score": "0.9990"}, "honest": {"score": "1.0093"},
+        "gambler": {"score": "0.9905"},
         "wide": {"score": "0.9991"}, "tight": {"score": "0.9854", "pickoff_loss": "17.2"},
         "vol_aware": {"score": "1.0027"}, "threshold_taker": {"score": "1.0067"},
     },

@@ -10,7 +10,6 @@ from market_agents.bazaar.policies import make_policy
 from market_agents.bazaar.tiers import Tier, get_tier
 
 
-
 def max_messages(tier: Tier) -> int:
     """The most replies an episode takes: one per turn plus the episode's one free mistake
     (every later illegal reply loses its turn)."""
