@@ -96,6 +96,12 @@ def test_prose_rambling_earned_the_format_bonus_under_the_old_rule():
         assert old_rule.search(act({"turn": turn, "ask": 101.5}))
 
 
+@pytest.mark.parametrize("tier", ["maker_micro", "maker_easy"])
+def test_avellaneda_stoikov_quotes_legally_and_trades(tier):
+    eps = run_policy(tier, "avellaneda_stoikov", SEEDS)
+    assert sum(e["illegal"] for e in eps) == 0 and sum(e["maker_fills"] for e in eps) > 0
+
+
 def test_unknown_or_misplaced_policy_is_config_error():
     with pytest.raises(ConfigError, match="unknown bazaar policy 'yolo'"):
         make_policy("yolo", get_tier("micro"), 0)

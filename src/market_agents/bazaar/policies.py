@@ -138,6 +138,23 @@ def quoter(width: Callable[[Tier], float], size: int) -> Callable[[Tier, int], P
     return make
 
 
+def avellaneda_stoikov(tier: Tier, seed: int, gamma: float = 0.1, k: float = 1.5) -> Policy:
+    """Ours, not a public anchor: a reservation price skewed against inventory (relative to the
+    starting book) and an optimal half-spread that narrows as the horizon nears; 3 units a
+    side."""
+
+    def act(obs: dict) -> str:
+        tau = max(obs["turns"] - obs["turn"], 1)
+        var = tier.vol**2
+        q = obs["inventory"] - tier.start_inventory
+        reservation = obs["index"] - q * gamma * var * tau
+        half = gamma * var * tau / 2 + math.log(1 + gamma / k) / gamma
+        bid = max(0.01, cents(reservation - half))
+        return f"quote {bid:.2f} 3 {max(bid + 0.01, cents(reservation + half)):.2f} 3"
+
+    return act
+
+
 def vol_aware_width(tier: Tier) -> float:
     """About three index steps plus the scripted spread, at least 1.5."""
     return max(1.5, 3 * tier.vol + tier.spread)
@@ -155,9 +172,10 @@ POLICIES: dict[str, Callable[[Tier, int], Policy]] = {
     "wide": quoter(lambda t: 12.0, 3),
     "tight": quoter(lambda t: 0.5, 5),
     "vol_aware": quoter(vol_aware_width, 3),
+    "avellaneda_stoikov": avellaneda_stoikov,
 }
 
-MAKER_ONLY = {"tight", "wide", "vol_aware"}
+MAKER_ONLY = {"tight", "wide", "vol_aware", "avellaneda_stoikov"}
 
 
 def make_policy(name: str, tier: Tier, seed: int) -> Policy:

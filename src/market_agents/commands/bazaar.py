@@ -76,7 +76,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--tier", required=True, help="tier name")
     e.add_argument("--policy", required=True,
                    help="passive, honest, honest_bonus, gambler, loop_spammer, "
-                   "threshold_taker, margin_taker, margin_gambler, wide, tight, vol_aware")
+                   "threshold_taker, margin_taker, margin_gambler, wide, tight, vol_aware, "
+                   "avellaneda_stoikov")
     e.add_argument("--seed", type=int, default=1_000_000, help="episode seed (default 1000000)")
     e.add_argument("--out", default=None,
                    help="directory for transcript.jsonl and summary.json")
