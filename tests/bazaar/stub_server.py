@@ -19,10 +19,10 @@ def reply(state_text: str) -> str:
     if obs["turn"] == 0 and obs["last"] == "episode start":
         return "Let me look at the book first."
     if obs["ask"] < obs["index"]:
-        return f"The ask {obs['ask']} is below the index, so: buy 1"
+        return f"The ask {obs['ask']} is below the index, so:\nbuy 1"
     if obs["bid"] > obs["index"] and obs["inventory"] > 0:
         return f"The bid {obs['bid']} is above the index.\nsell 1"
-    return "Nothing mispriced; I could buy but I will pass"
+    return "Nothing mispriced; I could buy but I will wait.\npass"
 
 
 class StubServer:

@@ -1,10 +1,10 @@
-"""The figures the environment must show, over the 20-seed frozen evaluation split, and the
-exploit pass."""
+"""The figures the environment must show: the public Bazaar anchors within 0.01 on the 20-seed
+evaluation split, the per-seed orderings on both seed blocks, and the exploit pass."""
 
 import numpy as np
 import pytest
 
-from market_agents.bazaar.anchors import HONEST_ANCHOR, anchors, run_policy
+from market_agents.bazaar.anchors import HONEST_ANCHOR, PUBLIC, TOLERANCE, anchors, run_policy
 from market_agents.bazaar.exploits import FARMS, exploit_pass
 from market_agents.bazaar.policies import make_policy
 from market_agents.bazaar.tiers import EVAL_SEED_BASE, TIERS, eval_seeds, get_tier, train_seeds
@@ -13,8 +13,9 @@ from market_agents.errors import ConfigError
 SEEDS = eval_seeds(20)
 
 
-def _scores(tier, policy):
-    return np.array([e["score"] for e in run_policy(tier, policy, SEEDS)])
+@pytest.fixture(scope="module")
+def checked():
+    return anchors(n_seeds=20)
 
 
 def test_eval_split_is_frozen_apart_from_train():
@@ -22,53 +23,83 @@ def test_eval_split_is_frozen_apart_from_train():
     assert train_seeds(3) == [0, 1, 2]
 
 
-def test_micro_honest_beats_passive_on_every_seed_gambler_between():
-    honest, passive, gambler = (_scores("micro", p) for p in ("honest", "passive", "gambler"))
-    assert np.all(honest > passive)
-    assert passive.mean() < gambler.mean() < honest.mean()
-    assert honest.mean() == pytest.approx(1.053, abs=0.02)
+def test_the_seven_public_tiers():
+    assert list(TIERS) == ["micro", "trivial", "easy", "hard", "maker_micro", "maker_easy",
+                           "credit_micro"]
+    for t in TIERS.values():
+        assert (t.horizon, t.start_index, t.bait_depth, t.interest, t.loan_ratio,
+                t.margin_call) == (10, 100.0, 0.25, 0.005, 1.0, 0.30)
+    assert (get_tier("hard").vol, get_tier("hard").spread, get_tier("hard").edge,
+            get_tier("hard").edge_prob, get_tier("hard").start_inventory) == (3.0, 4.0, 1.0, 0.2, 0)
+    c = get_tier("credit_micro")
+    assert (c.kind, c.cash, c.start_inventory, c.edge, c.edge_prob, c.max_size) == (
+        "credit", 300.0, 5, 8.0, 0.35, 8)
 
 
-def test_hard_honest_near_one_above_gambler():
-    honest, gambler = _scores("hard", "honest"), _scores("hard", "gambler")
-    assert abs(honest.mean() - 1.0) < 0.02 and honest.mean() > gambler.mean()
-
-
-def test_maker_micro_vol_aware_earns_spread_tight_is_picked_off_wide_idles():
-    eps = {p: run_policy("maker_micro", p, SEEDS) for p in ("vol_aware", "tight", "wide")}
-
-    def mean(p, k):
-        return float(np.mean([e[k] for e in eps[p]]))
-
-    assert mean("vol_aware", "score") > 1.0 and mean("vol_aware", "pickoff_loss") < 1.0
-    assert mean("tight", "maker_fills") > mean("vol_aware", "maker_fills")
-    assert mean("tight", "pickoff_loss") > mean("tight", "realized_spread")
-    assert mean("tight", "score") < 1.0 < mean("vol_aware", "score")
-    assert mean("wide", "maker_fills") == 0
-    assert mean("wide", "score") == pytest.approx(_scores("maker_micro", "passive").mean())
-
-
-def test_credit_margin_taker_over_passive_over_margin_gambler():
-    m = {p: _scores("credit_micro", p).mean()
-         for p in ("margin_taker", "passive", "margin_gambler", "honest")}
-    assert m["margin_taker"] > m["passive"] > m["margin_gambler"]
-    assert m["margin_taker"] > m["honest"]  # leverage on real edges pays
-
-
-def test_every_anchor_claim_holds():
-    rows, claims = anchors(n_seeds=20)
-    assert claims and all(c["ok"] for c in claims), [c for c in claims if not c["ok"]]
+def test_every_public_figure_is_matched_within_tolerance(checked):
+    rows, claims = checked
+    levels = [c for c in claims if c["kind"] == "level"]
+    assert len(levels) == sum(len(f) for p in PUBLIC.values() for f in p.values()) + 1
+    assert all(c["ok"] for c in levels), [c for c in levels if not c["ok"]]
+    eval_rows = {(r["tier"], r["policy"]): r for r in rows if r["block"] == "eval"}
+    assert abs(eval_rows["credit_micro", "margin_taker"]["score"] - 1.0669) <= TOLERANCE
+    assert abs(eval_rows["hard", "gambler"]["score"] - 0.9633) <= TOLERANCE
+    assert abs(eval_rows["micro", "honest"]["score"] - 1.0410) <= TOLERANCE
     assert {r["tier"] for r in rows} == set(TIERS)
 
 
+def test_per_seed_orderings_hold_on_both_blocks(checked):
+    _, claims = checked
+    orderings = [c for c in claims if c["kind"] == "ordering"]
+    assert {c["block"] for c in orderings} == {"eval", "train"} and len(orderings) == 10
+    assert all(c["ok"] for c in orderings), [c for c in orderings if not c["ok"]]
+
+
+def test_a_level_check_fails_when_a_figure_is_off(monkeypatch):
+    from market_agents.bazaar import anchors as mod
+
+    monkeypatch.setitem(mod.PUBLIC, "hard", {"honest": {"score": "0.9800"}})
+    _, claims = mod.anchors(["hard"], n_seeds=20)
+    assert [c["ok"] for c in claims if c["kind"] == "level"] == [False]
+
+
+def test_micro_honest_beats_passive_on_every_seed():
+    honest, passive = (np.array([e["score"] for e in run_policy("micro", p, SEEDS)])
+                       for p in ("honest", "passive"))
+    assert np.all(honest > passive)
+
+
 @pytest.mark.parametrize("tier", list(TIERS))
-def test_no_farm_beats_the_honest_anchor(tier):
-    anchor, rows = exploit_pass(tier, 20)
-    assert anchor["policy"] == HONEST_ANCHOR[tier]
-    assert [r["policy"] for r in rows] == list(FARMS)
-    assert not [r["policy"] for r in rows if r["beats"]]
-    spam = next(r for r in rows if r["policy"] == "loop_spamming")
-    assert spam["spam_ends"] == 20
+def test_no_farm_beats_the_anchor_on_either_block(tier):
+    for block in ("eval", "train"):
+        anchor, rows = exploit_pass(tier, 20, block)
+        assert anchor["policy"] == HONEST_ANCHOR[tier]
+        assert [r["policy"] for r in rows] == list(FARMS)
+        assert not [r["policy"] for r in rows if r["beats"]], (block, rows)
+        by = {r["policy"]: r for r in rows}
+        assert by["loop_spamming"]["spam_ends"] == 20
+        # prose never earns the format bonus, however many command words it holds
+        assert by["prose_rambling"]["format_bonus"] == 0
+        assert by["prose_rambling"]["illegal"] == 20 * (TIERS[tier].horizon + 1)
+
+
+def test_prose_rambling_earned_the_format_bonus_under_the_old_rule():
+    """The farm is a real probe: each of its replies holds a 'pass' or 'buy 2' that a
+    match-anywhere rule would have played."""
+    import re
+
+    from market_agents.bazaar.exploits import prose_rambling
+
+    act = prose_rambling(get_tier("micro"))
+    old_rule = re.compile(r"\b(?:(buy|sell)\s+(\d+)|(pass))\b", re.IGNORECASE)
+    for turn in range(10):
+        assert old_rule.search(act({"turn": turn, "ask": 101.5}))
+
+
+@pytest.mark.parametrize("tier", ["maker_micro", "maker_easy"])
+def test_avellaneda_stoikov_quotes_legally_and_trades(tier):
+    eps = run_policy(tier, "avellaneda_stoikov", SEEDS)
+    assert sum(e["illegal"] for e in eps) == 0 and sum(e["maker_fills"] for e in eps) > 0
 
 
 def test_unknown_or_misplaced_policy_is_config_error():

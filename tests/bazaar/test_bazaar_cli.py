@@ -13,18 +13,50 @@ def test_anchors_writes_table_and_files(tmp_path, capsys):
     assert main(["bazaar", "anchors", "--tiers", "micro,hard", "--seeds", "20",
                  "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "1.0530" in out and "[ok] micro: honest beats passive on every seed" in out
+    # ours next to theirs on the eval split, and ours on train seeds 0-19
+    assert "micro         honest            1.0410  1.0410" in out
+    assert "[ok] micro eval: honest score 1.0410 vs public 1.0410 (within 0.01)" in out
+    assert "[ok] micro train: honest beats passive on every seed" in out
     data = json.loads((tmp_path / "anchors.json").read_text())
     assert all(c["ok"] for c in data["claims"])
-    assert pl.read_parquet(tmp_path / "anchors.parquet").height == 6
+    rows = pl.read_parquet(tmp_path / "anchors.parquet")
+    assert rows.height == 2 * 7 and set(rows["block"]) == {"eval", "train"}
+
+
+def test_anchors_exit_1_when_a_level_is_off(monkeypatch, capsys):
+    from market_agents.bazaar import anchors
+
+    monkeypatch.setitem(anchors.PUBLIC, "micro", {**anchors.PUBLIC["micro"],
+                                                  "honest": {"score": "1.0530"}})
+    assert main(["bazaar", "anchors", "--tiers", "micro"]) == 1
+    assert "[FAIL] micro eval: honest score 1.0410 vs public 1.0530" in capsys.readouterr().out
+
+
+def test_anchors_exit_1_when_an_ordering_fails(monkeypatch, capsys):
+    from market_agents.bazaar import anchors
+
+    monkeypatch.setitem(anchors.ORDERINGS, "micro", [
+        ("passive beats honest on every seed",
+         anchors._beats_on_every_seed("passive", "honest"))])
+    assert main(["bazaar", "anchors", "--tiers", "micro"]) == 1
+    assert "[FAIL] micro eval: passive beats honest" in capsys.readouterr().out
+
+
+def test_anchors_with_other_seed_counts_check_orderings_only(capsys):
+    assert main(["bazaar", "anchors", "--tiers", "micro", "--seeds", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "levels not checked" in out and "vs public" not in out
 
 
 def test_exploits_writes_report(tmp_path, capsys):
     assert main(["bazaar", "exploits", "--tier", "micro", "--seeds", "5",
                  "--out", str(tmp_path)]) == 0
-    farms = json.loads((tmp_path / "exploits_micro.json").read_text())["farms"]
-    assert {f["policy"] for f in farms} >= {"self_trading", "bonus_farming", "loop_spamming"}
-    assert "no farm beats" in capsys.readouterr().out
+    blocks = json.loads((tmp_path / "exploits_micro.json").read_text())["blocks"]
+    assert set(blocks) == {"eval", "train"}
+    farms = blocks["train"]["farms"]
+    assert {f["policy"] for f in farms} >= {"self_trading", "bonus_farming", "prose_rambling"}
+    out = capsys.readouterr().out
+    assert "tier micro (train seeds)" in out and "no farm beats" in out
 
 
 def test_play_prints_transcript(tmp_path, capsys):
@@ -59,7 +91,7 @@ def test_eval_mock_writes_transcripts_scores_summary_and_replays_from_cache(tmp_
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["usage"]["calls"] > 0 and summary["usage"]["cache_hits"] == 0
     assert summary["illegal"] > 0  # the mock sends some malformed answers
-    assert summary["anchor"] == "honest"
+    assert summary["anchor"] == "honest_bonus"
     scores = pl.read_parquet(tmp_path / "a" / "scores.parquet")
     assert scores["seed"].to_list() == list(range(1_000_000, 1_000_006))
     lines = (tmp_path / "a" / "transcripts.jsonl").read_text().splitlines()

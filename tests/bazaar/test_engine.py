@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from market_agents.bazaar.engine import SPAM_LIMIT, BazaarEnv
 from market_agents.bazaar.play import play, play_policy, replay
+from market_agents.bazaar.policies import make_policy
 from market_agents.bazaar.scenario import draw
 from market_agents.bazaar.tiers import TIERS, get_tier
 from market_agents.errors import ConfigError
@@ -45,6 +46,7 @@ def test_score_marks_net_worth_at_the_final_index():
     final = float(draw(t, 1_000_000).index[-1])
     assert result["score"] == pytest.approx((t.cash + t.start_inventory * final)
                                             / t.start_net_worth())
+    assert t.start_net_worth() == 1500.0
     assert result["reward"] == pytest.approx(result["score"] + t.format_bonus)
 
 
@@ -55,17 +57,34 @@ def test_determinism_for_any_message_sequence(messages, tier, seed):
     assert _run(tier, seed, messages) == _run(tier, seed, messages)
 
 
+def _env(tier, seed=0, **changes):
+    env = BazaarEnv(replace(get_tier(tier), **changes) if changes else tier)
+    return env, json.loads(env.reset(seed))
+
+
+def test_world_is_the_public_seeded_draw():
+    """The index is in cents and starts at the tier's start index, displayed sizes are
+    1..max_size, and tiers with the same index parameters share the index path of a seed."""
+    for tier in TIERS.values():
+        for seed in (0, 1_000_000):
+            sc = draw(tier, seed)
+            assert len(sc.index) == tier.horizon + 1 and sc.index[0] == tier.start_index
+            assert all(round(x, 2) == x for x in sc.index)
+            for q in sc.quotes:
+                assert 1 <= q.bid_size <= tier.max_size and 1 <= q.ask_size <= tier.max_size
+    assert draw(get_tier("micro"), 7).index == draw(get_tier("maker_micro"), 7).index
+
+
 @pytest.mark.parametrize("tier, message, reason", [
     ("maker_micro", "quote 99 6 101 1", "quote size 6 exceeds max size 5"),
     ("maker_micro", "quote 99 1 101 6", "quote size 6 exceeds max size 5"),
-    ("maker_micro", "quote 300 4 301 1", "bid 300 x 4 needs 1200.00, cash is 1000.00"),
-    ("maker_micro", "quote 99 1 101 5", None),
-    ("credit_micro", "sell 3", "sell 3 exceeds inventory 2"),
-    ("credit_micro", "buy 9", "buy 9 exceeds max size 8"),
+    ("maker_micro", "quote 300 5 301 5", None),  # fills are limited by cash and inventory
+    ("micro", "quote 99 1 101 1", "quote is only allowed on maker tiers"),
+    ("credit_micro", "quote 99 1 101 1", "quote is only allowed on maker tiers"),
+    ("hard", "sell 1", "sell 1 exceeds inventory 0 (no short selling)"),
 ])
 def test_tier_limits(tier, message, reason):
-    env = BazaarEnv(tier)
-    env.reset(1)
+    env, _ = _env(tier, 1)
     obs, _, _, info = env.step(message)
     if reason is None:
         assert info["legal"]
@@ -73,15 +92,22 @@ def test_tier_limits(tier, message, reason):
         assert obs.startswith(f"illegal: {reason}")
 
 
+def test_orders_are_capped_by_the_displayed_size():
+    env, obs = _env("micro", 0)
+    size = obs["ask_size"]
+    o, *_ = env.step(f"buy {size + 1}")
+    assert o.startswith(f"illegal: buy {size + 1} exceeds the ask size {size}")
+    assert env.step(f"buy {size}")[3]["legal"]
+
+
 @pytest.mark.parametrize("message, reason", [
     ("quote 99 1 101 1", "quote is only allowed on maker tiers"),
-    ("buy 3", "buy 3 exceeds max size 2"),
     ("sell 2", "sell 2 exceeds inventory 0"),
     ("gibberish", "no command found"),
+    ("buy 1,000", "buy quantity must be a whole number"),
 ])
 def test_bad_moves_return_illegal_reason(message, reason):
-    env = BazaarEnv(replace(get_tier("micro"), start_inventory=0))
-    env.reset(0)
+    env, _ = _env("micro", 0, start_inventory=0)
     obs, reward, done, info = env.step(message)
     assert obs.startswith(f"illegal: {reason}")
     assert info["illegal"].startswith(reason) and not info["legal"] and not done
@@ -89,10 +115,9 @@ def test_bad_moves_return_illegal_reason(message, reason):
 
 
 def test_buy_beyond_cash_is_illegal():
-    env = BazaarEnv(replace(get_tier("micro"), cash=50.0))
-    env.reset(0)
+    env, _ = _env("micro", 0, cash=50.0)
     obs, *_ = env.step("buy 1")
-    assert obs.startswith("illegal: buy 1 costs")
+    assert obs.startswith("illegal: buy 1 costs") and ", cash is 50.00" in obs
 
 
 @settings(max_examples=60, deadline=None)
@@ -103,50 +128,51 @@ def test_any_input_never_raises_and_ends(messages, tier):
     for m in messages + ["pass"] * 30:
         obs, reward, done, info = env.step(m)
         assert isinstance(obs, str)
+        json.loads(obs.rsplit("\n", 1)[-1])  # the state is strict JSON
         if done:
             break
     assert env.done
 
 
-def test_second_illegal_try_plays_as_pass_and_costs_format():
+def test_only_the_first_mistake_is_free_later_ones_lose_the_turn_and_format():
     t = get_tier("micro")
-    env = BazaarEnv(t)
-    env.reset(0)
-    env.step("buy 9")
-    _, _, _, info = env.step("buy 8")
-    assert env.t == 1
-    for _ in range(t.horizon - 1):
+    env, _ = _env("micro", 0)
+    env.step("buy 99")
+    assert env.t == 0  # free
+    env.step("buy 98")
+    assert env.t == 1  # lost turn 0
+    env.step("pass")
+    env.step("hmm")
+    assert env.t == 3  # lost turn 2
+    while not env.done:
         env.step("pass")
     s = env.summary()
-    # two illegal messages: the first is free, the second costs turn 0 its format credit
-    assert s["illegal"] == 2 and s["format_bonus"] == pytest.approx(t.format_bonus * 0.9)
+    assert s["illegal"] == 3 and s["format_bonus"] == pytest.approx(t.format_bonus * 0.8)
 
 
 def test_spammer_guard_ends_after_identical_illegal_messages():
-    env = BazaarEnv("micro")
-    env.reset(0)
+    env, _ = _env("micro", 0)
     for i in range(SPAM_LIMIT):
         obs, reward, done, info = env.step("  I am thinking.  ")
         assert done == (i == SPAM_LIMIT - 1)
     s = env.summary()
     assert s["termination"] == "spam" and s["format_bonus"] == 0 and s["trade_bonus"] == 0
     assert reward == s["reward"] == s["score"]
+    assert s["turns_played"] == SPAM_LIMIT - 1  # the first was free, the others lost turns
 
 
 def test_varied_illegal_messages_do_not_trip_the_guard_but_the_clock_runs():
-    env = BazaarEnv("micro")
-    env.reset(0)
+    env, _ = _env("micro", 0)
     n = 0
     while not env.done:
         n += 1
         env.step(f"buy {1000 + n}")
-    assert env.termination == "horizon" and n == 2 * env.tier.horizon
+    assert env.termination == "horizon" and n == env.tier.horizon + 1
 
 
 def test_legal_move_resets_the_spam_run():
-    env = BazaarEnv("micro")
-    env.reset(0)
-    for m in ["x", "x", "x", "pass", "x", "x", "x"]:
+    env, _ = _env("micro", 0)
+    for m in ["x", "x", "x", "pass", "x", "x"]:
         env.step(m)
     assert not env.done
 
@@ -156,44 +182,71 @@ def test_maker_quote_stands_on_pass_and_reports_spread_and_pickoff():
     result = play_policy(t, 1_000_000, "tight")
     assert result["maker_fills"] > 0 and result["pickoffs"] > 0
     assert result["pickoff_loss"] > 0
-    env = BazaarEnv(t)
-    env.reset(1_000_000)
+    env, _ = _env("maker_micro", 1_000_000)
     env.step("quote 90 1 110 1")
-    _, _, _, info = env.step("pass")
-    assert env.state()["quote"][0] == 90 and env.state()["quote"][2] == 110
+    env.step("pass")
+    assert env.state()["quote"] == [90.0, 1, 110.0, 1]
+
+
+def test_quote_sizes_cap_what_trades_per_turn():
+    for seed in range(30):
+        env, obs = _env("maker_micro", seed)
+        env.step(f"quote {obs['index'] - 0.05:.2f} 2 {obs['index'] + 0.05:.2f} 2")
+        for side in ("buy", "sell"):
+            assert sum(f["qty"] for f in env.fills if f["side"] == side) <= 2
 
 
 def test_pickoff_takes_only_stale_quotes():
-    t = replace(get_tier("maker_micro"), noise_prob=0.0)
+    hits = 0
     for seed in range(40):
-        sc = draw(t, seed)
-        env = BazaarEnv(t)
-        env.reset(seed)
-        i0, i1 = float(sc.index[0]), float(sc.index[1])
-        env.step(f"quote {i0 - 0.05:.2f} 3 {i0 + 0.05:.2f} 3")
+        env, obs = _env("maker_micro", seed, flow=0)
+        i1 = env.sc.index[1]
+        env.step(f"quote {obs['index'] - 0.05:.2f} 3 {obs['index'] + 0.05:.2f} 3")
         for f in env.fills:
+            hits += 1
             assert f["by"] == "pickoff"
-            if f["side"] == "sell":
-                assert f["price"] < i1
-            else:
-                assert f["price"] > i1
+            assert f["price"] < i1 if f["side"] == "sell" else f["price"] > i1
+    assert hits > 0
 
 
-def test_bait_depth_executes_one_unit():
-    t = replace(get_tier("maker_micro"), bait=1.0, edge_prob=1.0)
-    env = BazaarEnv(t)
-    obs = json.loads(env.reset(5))
-    side = "buy" if obs["ask"] < obs["index"] else "sell"
-    env.step(f"{side} 3")
-    assert "only 1 of 3 executable" in env.state()["last"]
-    assert env.summary()["bait_hits"] == 1
+def test_bait_depth_executes_a_quarter_of_the_displayed_size():
+    for seed in range(50):
+        env, obs = _env("maker_micro", seed, bait=1.0, edge_prob=1.0, max_size=8)
+        side = "buy" if obs["ask"] < obs["index"] else "sell"
+        shown = obs["ask_size"] if side == "buy" else obs["bid_size"]
+        if shown < 4 or (side == "sell" and obs["inventory"] < shown):
+            continue
+        o, *_ = env.step(f"{side} {shown}")
+        exe = max(1, shown // 4)
+        assert f"only {exe} executable" in o and env.summary()["bait_hits"] == 1
+        assert env.step(f"{side} {exe}")[3]["legal"]
+        return
+    raise AssertionError("no bait turn found")
+
+
+def test_trigger_hunting_posts_just_inside_the_smallest_edge_taken():
+    hunted = 0
+    for seed in range(30):
+        env, _ = _env("maker_micro", seed, trigger=1.0, edge_prob=0.8, bait=0.0)
+        policy = make_policy("honest", env.tier, seed)
+        while not env.done:
+            q, trig = env.scripted, env.trigger
+            if env.hunting:
+                hunted += 1
+                edge = max(0.01, trig.edge - 0.05)
+                if trig.side == "buy":
+                    assert q.ask == pytest.approx(env.index - edge, abs=0.006)
+                else:
+                    assert q.bid == pytest.approx(env.index + edge, abs=0.006)
+            env.step(policy(env.state()))
+    assert hunted > 0
 
 
 def _default_episode():
     t = replace(get_tier("credit_micro"), vol=40.0)
 
     def all_in(obs):
-        q = min(t.max_size, int(obs["buying_power"] // obs["ask"]))
+        q = min(obs["ask_size"], int(obs["buying_power"] // obs["ask"]))
         return f"buy {q}" if q > 0 else "pass"
 
     for seed in range(200):
@@ -223,17 +276,27 @@ def test_margin_call_gives_one_turn_to_cure():
     assert env.done and env.termination == "default"
 
 
-def test_credit_loan_is_automatic_and_capped_at_equity():
+def test_credit_loan_is_automatic_repaid_by_cash_and_charged_interest():
     t = get_tier("credit_micro")
-    env = BazaarEnv(t)
-    obs = json.loads(env.reset(0))
+    seed = next(s for s in range(100)
+                if draw(t, s).quotes[0].ask_size * draw(t, s).quotes[0].ask > t.cash)
+    env, obs = _env("credit_micro", seed)
+    # buying power: cash plus debt up to 1x equity (300 cash + 5 units at 100)
     assert obs["buying_power"] == pytest.approx(t.cash + t.start_net_worth())
-    obs, *_ = env.step("buy 8")  # 8 x 101 = 808 > 300 cash + 500 loan
-    assert obs.startswith("illegal: buy 8 costs 808.00, buying power is 800.00")
-    env.step("buy 7")
+    qty = obs["ask_size"]
+    cost = round(qty * obs["ask"], 2)
+    env.step(f"buy {qty}")
     s = env.state()
-    assert s["debt"] == pytest.approx((7 * 101 - 300) * (1 + t.interest), abs=0.01)
     assert s["cash"] == 0
+    assert s["debt"] == pytest.approx(round((cost - t.cash) * (1 + t.interest), 2), abs=0.011)
+
+
+def test_credit_buy_beyond_buying_power_is_illegal():
+    env, obs = _env("credit_micro", 0, cash=10.0)
+    assert obs["buying_power"] == pytest.approx(2 * 10.0 + 5 * 100.0)
+    env2, _ = _env("credit_micro", 0, cash=0.0, start_inventory=0)
+    o, *_ = env2.step("buy 1")
+    assert o.startswith("illegal: buy 1 costs") and "buying power is 0.00" in o
 
 
 def test_replay_pads_a_truncated_transcript_with_pass():
@@ -246,30 +309,9 @@ def test_unknown_tier_is_config_error():
         BazaarEnv("nano")
 
 
-def test_trigger_hunting_posts_just_inside_a_revealed_threshold_before_an_adverse_step():
-    t = replace(get_tier("maker_micro"), vol=5.0, trigger=1.0, edge_prob=0.5, bait=0.0)
-    hits = 0
-    for seed in range(30):
-        sc = draw(t, seed)
-        r = play_policy(t, seed, "honest")
-        hits += r["trigger_hits"]
-        env = BazaarEnv(t)
-        env.reset(seed)
-        for row in r["transcript"]:
-            q = env.scripted
-            if q["trigger"] == "buy":
-                edge = env.revealed["buy"]
-                assert q["ask"] == pytest.approx(env.index - edge, abs=0.011)
-                assert sc.index[env.t + 1] < q["ask"]  # the step more than wipes the edge out
-            env.step(row["message"])
-    assert hits > 0
-
-
 def test_maker_info_reports_running_spread_and_pickoff():
-    t = get_tier("maker_micro")
-    env = BazaarEnv(t)
-    env.reset(1_000_000)
-    for _ in range(t.horizon):
+    env, _ = _env("maker_micro", 1_000_000)
+    for _ in range(env.tier.horizon):
         i = env.state()["index"]
         _, _, done, total = env.step(f"quote {i - 0.05:.2f} 2 {i + 0.05:.2f} 2")
     assert total["pickoff_loss"] == env.summary()["pickoff_loss"] > 0

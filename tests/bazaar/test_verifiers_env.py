@@ -74,3 +74,34 @@ def test_unknown_tier_is_a_config_error():
 
     with pytest.raises(ConfigError, match="unknown bazaar tier 'mega'"):
         load_environment(tier="mega")
+
+
+def test_vf_eval_bazaar_against_a_local_openai_compatible_server(tmp_path):
+    """The README command, for real: the vf-eval CLI imports the environment id ``bazaar``
+    (src/bazaar, in its env-server workers too) and plays against a server on 127.0.0.1. It
+    runs in a subprocess outside tests/, where pytest's ``bazaar`` (tests/bazaar) would shadow
+    the environment module."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    vf_eval = Path(sys.executable).parent / "vf-eval"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}  # none needed
+    with StubServer() as server:
+        result = subprocess.run(
+            [str(vf_eval), "bazaar", "-a", '{"tier": "micro"}', "-b", server.url, "-m", "stub",
+             "-n", "3", "-r", "1", "-s", "-o", str(tmp_path / "out")],
+            cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=600,
+        )
+        requests = server.requests
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert requests == 3 * 11
+    [saved] = list((tmp_path / "out").rglob("results.jsonl"))
+    outputs = [json.loads(line) for line in saved.read_text().splitlines()]
+    assert sorted(int(o["info"]["seed"]) for o in outputs) == [1_000_000, 1_000_001, 1_000_002]
+    for o in outputs:
+        expected = play("micro", int(o["info"]["seed"]), act)
+        assert o["reward"] == pytest.approx(expected["reward"], abs=1e-12)

@@ -2,14 +2,15 @@
 done, info)``.
 
 One agent trades one commodity whose fair value is an exogenous seeded index. The terminal score
-marks net worth at the final index, so the agent cannot move its reward with its own trades.
-Bad moves return ``illegal: <reason>`` in the observation and never raise. This module imports
-no training framework; ``verifiers_env`` wraps it.
+marks equity at the final index, so the agent cannot move its reward with its own trades. Bad
+moves return ``illegal: <reason>`` in the observation and never raise. The mechanics are the
+public Bazaar environment's (docs/bazaar.md); this module imports no training framework, no
+market engine and no LLM layer (``verifiers_env`` wraps it).
 
-Turn order: the agent acts against the scripted quote at ``index[t]`` (a taker trade, a new
-standing quote, or pass) -> the index steps to ``index[t+1]`` -> (maker tiers) noise flow fills
-attractive quotes -> pickoff flow takes quotes left stale by the step -> (credit) interest,
-automatic repayment and the margin check.
+Turn order: the agent acts against the scripted quote of turn t at ``index[t]`` (a taker trade,
+a new standing quote, or pass) -> the index steps to ``index[t+1]`` -> (maker tiers) noise flow,
+then informed flow, trade against the standing quote -> (credit) surplus cash repays the loan,
+interest accrues, and the margin check runs.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from dataclasses import dataclass, field
 from market_agents.bazaar import flow
 from market_agents.bazaar.parser import Action, Illegal, parse
 from market_agents.bazaar.scenario import draw
-from market_agents.bazaar.tiers import Tier, get_tier
+from market_agents.bazaar.tiers import Tier, cents, get_tier
 
-SPAM_LIMIT = 4  # identical illegal or unparseable messages in a row that end the episode
+SPAM_LIMIT = 4  # identical illegal or unreadable messages in a row that end the episode
 
 
 @dataclass
@@ -32,23 +33,24 @@ class Book:
     debt: float = 0.0
     quote: list | None = None  # standing maker quote [bid, bid_size, ask, ask_size]
 
-    def net_worth(self, index: float) -> float:
-        return self.cash + self.inventory * index - self.debt
+    def equity(self, index: float) -> float:
+        """Cash plus inventory marked at ``index``, less debt, in cents."""
+        return cents(cents(self.cash + self.inventory * index) - self.debt)
 
 
 @dataclass
 class Stats:
     trades: int = 0  # taker trades plus maker fills
-    realized_spread: float = 0.0  # maker fills: edge earned against the index at quote time
-    pickoff_loss: float = 0.0  # pickoff fills: loss against the stepped index
-    maker_fills: int = 0
+    maker_fills: int = 0  # units filled against the standing quote
+    realized_spread: float = 0.0  # fills: edge earned against the stepped index
+    pickoff_loss: float = 0.0  # informed fills: loss against the stepped index
     pickoffs: int = 0
-    bait_hits: int = 0
-    trigger_hits: int = 0
+    bait_hits: int = 0  # orders refused because a juicy quote executed less than it showed
+    trigger_hits: int = 0  # takes of a quote posted inside the agent's revealed trigger
     interest_paid: float = 0.0
     margin_calls: int = 0
     illegal: int = 0
-    bad_turns: set = field(default_factory=set)
+    bad_turns: set = field(default_factory=set)  # turns lost to an illegal or unreadable reply
 
 
 class BazaarEnv:
@@ -68,10 +70,11 @@ class BazaarEnv:
         self.stats = Stats()
         self.done = False
         self.termination: str | None = None
-        self.retry = False  # the current turn already had one illegal attempt
-        self.spam_run: list[str] = []
+        self.free_mistake_used = False
+        self.spam_key: str | None = None
+        self.spam_count = 0
         self.call_pending = False
-        self.revealed = {"buy": None, "sell": None}  # smallest edge the agent has taken
+        self.trigger = flow.Trigger()
         self.transcript: list[dict] = []
         self.last = "episode start"
         self.fills: list[dict] = []
@@ -79,6 +82,8 @@ class BazaarEnv:
         return self.render()
 
     def step(self, message: str) -> tuple[str, float, bool, dict]:
+        """Play one reply; returns (observation, reward, done, info). The reward is 0 until the
+        episode ends, then the full reward (score + bonuses)."""
         if self.done:
             return self.render(), 0.0, True, {"illegal": "episode is over", **self.summary()}
         action = parse(message)
@@ -88,19 +93,19 @@ class BazaarEnv:
                 action = Illegal(reason)
         record = {"turn": self.t, "message": message}
         if isinstance(action, Illegal):
-            self._illegal(message, action.reason, record)
+            record.update(action=None, legal=False, reason=action.reason)
+            self._illegal(message, action.reason)
         else:
-            self.spam_run = []
+            self.spam_key, self.spam_count = None, 0
             record.update(action=action.text(), legal=True)
             self._play(action)
         info = {"turn": record["turn"], "legal": record["legal"], "fills": list(self.fills)}
         if self.tier.is_maker:  # running totals, so a trainer can log adverse selection per turn
             info.update(realized_spread=self.stats.realized_spread,
                         pickoff_loss=self.stats.pickoff_loss)
-        if not record["legal"]:
-            info["illegal"] = record["reason"]
         obs = self.render()
         if not record["legal"]:
+            info["illegal"] = record["reason"]
             obs = f"illegal: {record['reason']}\n{obs}"
         record["observation"] = obs
         self.transcript.append(record)
@@ -110,27 +115,24 @@ class BazaarEnv:
             reward = info["reward"]
         return obs, reward, self.done, info
 
-    def _illegal(self, message: str, reason: str, record: dict) -> None:
-        s = self.stats
-        s.illegal += 1
-        # The episode's first illegal move is free; later ones cost the turn its format credit.
-        if s.illegal > 1:
-            s.bad_turns.add(self.t)
-        record.update(action=None, legal=False, reason=reason)
+    def _illegal(self, message: str, reason: str) -> None:
+        """The episode's first illegal or unreadable reply is free (no turn used); each later one
+        loses its turn, which plays out as a pass, and its format credit."""
+        self.stats.illegal += 1
+        self.fills = []
         key = " ".join(str(message).split()).lower()
-        self.spam_run = self.spam_run + [key] if self.spam_run[-1:] == [key] else [key]
-        if len(self.spam_run) >= SPAM_LIMIT:
+        self.spam_count = self.spam_count + 1 if key == self.spam_key else 1
+        self.spam_key = key
+        if not self.free_mistake_used:
+            self.free_mistake_used = True
+            self.last = f"illegal: {reason}; no turn used (the episode's one free mistake)"
+        else:
+            self.stats.bad_turns.add(self.t)
+            self.last = f"illegal: {reason}; the turn is lost"
+            self._settle()
+        if self.spam_count >= SPAM_LIMIT and not self.done:
             self.done, self.termination = True, "spam"
             self.last = f"episode over: {SPAM_LIMIT} identical illegal messages in a row ({reason})"
-            return
-        if self.retry:
-            # A second illegal attempt on the same turn is played as pass, so a model that
-            # never produces a legal move still moves the clock and the episode ends.
-            self.last = f"illegal twice, played as pass: {reason}"
-            self._play(Action("pass"), illegal=True)
-        else:
-            self.retry = True
-            self.last = f"illegal: {reason}; same turn, try again"
 
     # -- checks ------------------------------------------------------------------------------
     def _check(self, a: Action) -> str | None:
@@ -140,102 +142,133 @@ class BazaarEnv:
                 return f"quote is only allowed on maker tiers; {t.name} takes buy Q, sell Q, pass"
             if max(a.bid_size, a.ask_size) > t.max_size:
                 return f"quote size {max(a.bid_size, a.ask_size)} exceeds max size {t.max_size}"
-            need = a.bid * a.bid_size
-            if need > b.cash + 1e-9:
-                return f"bid {a.bid:g} x {a.bid_size} needs {need:.2f}, cash is {b.cash:.2f}"
-            if a.ask_size > b.inventory:
-                return f"ask size {a.ask_size} exceeds inventory {b.inventory} (no short selling)"
             return None
         if a.kind == "pass":
             return None
-        if a.qty > t.max_size:
-            return f"{a.kind} {a.qty} exceeds max size {t.max_size}"
+        side = "ask" if a.kind == "buy" else "bid"
+        shown = q.ask_size if a.kind == "buy" else q.bid_size
+        executable = flow.executable(t, self.sc, self.t, q, a.kind)
+        if a.qty > executable:
+            if executable < shown:
+                self.stats.bait_hits += 1
+                return f"displayed {side} size {shown} but only {executable} executable"
+            return f"{a.kind} {a.qty} exceeds the {side} size {shown}"
         if a.kind == "sell":
             if a.qty > b.inventory:
                 return f"sell {a.qty} exceeds inventory {b.inventory} (no short selling)"
             return None
-        cost = q["ask"] * min(a.qty, q["ask_exec"])
+        cost = q.ask * a.qty
         if cost > self.buying_power() + 1e-9:
-            return f"buy {a.qty} costs {cost:.2f}, buying power is {self.buying_power():.2f}"
+            return (f"buy {a.qty} costs {cost:.2f}, "
+                    f"{'buying power' if t.has_credit else 'cash'} is {self.buying_power():.2f}")
         return None
 
     def buying_power(self) -> float:
+        """Cash, plus on credit tiers what may still be borrowed (debt up to loan_ratio x
+        equity)."""
         b, t = self.book, self.tier
         if not t.has_credit:
             return b.cash
-        equity = b.net_worth(self.index)
-        return b.cash + max(0.0, t.loan_ratio * equity - b.debt)
+        room = cents(max(0.0, t.loan_ratio * b.equity(self.index) - b.debt))
+        return cents(b.cash + room)
 
     # -- one turn ----------------------------------------------------------------------------
     @property
     def index(self) -> float:
-        return float(self.sc.index[self.t])
+        return self.sc.index[self.t]
 
     def _quote_now(self) -> None:
-        self.scripted = flow.scripted_quote(self.tier, self.sc, self.t, self.revealed)
+        self.scripted, self.hunting = flow.scripted_quote(self.tier, self.sc, self.t, self.trigger)
 
-    def _play(self, a: Action, illegal: bool = False) -> None:
-        b = self.book
+    def _play(self, a: Action) -> None:
         self.fills = []
-        if not illegal:
-            self.last = a.text()
+        self.last = a.text()
         if a.kind in ("buy", "sell"):
             self._take(a)
         elif a.kind == "quote":
-            b.quote = [a.bid, a.bid_size, a.ask, a.ask_size]
-        self.t += 1
-        if self.tier.is_maker and b.quote is not None:
-            self.fills = flow.maker_flow(self.tier, self.sc, self.t - 1, b, self.stats)
-            if self.fills:
-                self.stats.trades += len(self.fills)
+            self.book.quote = [a.bid, a.bid_size, a.ask, a.ask_size]
+        self._settle()
+
+    def _take(self, a: Action) -> None:
+        b, q, s = self.book, self.scripted, self.stats
+        price = q.ask if a.kind == "buy" else q.bid
+        edge = cents(self.index - price if a.kind == "buy" else price - self.index)
+        if self.hunting and self.trigger.side == a.kind:
+            s.trigger_hits += 1
+        if a.kind == "buy":
+            self._pay(price * a.qty)
+            b.inventory += a.qty
+        else:
+            b.cash = cents(b.cash + price * a.qty)
+            b.inventory -= a.qty
+        s.trades += 1
+        self.trigger.record(a.kind, edge)
+        self.last = f"{a.kind} {a.qty} @ {price:.2f}"
+
+    def _pay(self, cost: float) -> None:
+        """Pay from cash; on credit tiers a shortfall is drawn on the margin loan (the checks
+        have kept it within buying power)."""
+        b = self.book
+        cash = cents(b.cash - cost)
+        if cash < 0:
+            b.debt = cents(b.debt - cash)
+            cash = 0.0
+        b.cash = cash
+
+    def _settle(self) -> None:
+        """The world moves one turn: the index steps, flow trades against a standing quote, and
+        the loan is repaid, charged and checked. Every consumed turn passes through here."""
+        self.t = min(self.t + 1, self.tier.horizon)
+        if self.tier.is_maker and self.book.quote is not None:
+            flow.maker_flow(self.tier, self.sc, self.t, self.book.quote, self._fill)
         if self.tier.has_credit:
             self._credit()
-        self.retry = False
         if not self.done and self.t >= self.tier.horizon:
             self.done, self.termination = True, "horizon"
         if not self.done:
             self._quote_now()
 
-    def _take(self, a: Action) -> None:
-        b, q, s = self.book, self.scripted, self.stats
-        side = a.kind
-        exec_qty = min(a.qty, q[f"{'ask' if side == 'buy' else 'bid'}_exec"])
-        price = q["ask"] if side == "buy" else q["bid"]
-        edge = (self.index - price) if side == "buy" else (price - self.index)
-        if q.get("bait") and exec_qty < a.qty:
-            s.bait_hits += 1
-        if q.get("trigger") == side:
-            s.trigger_hits += 1
+    def _fill(self, side: str, qty: int, price: float, by: str) -> int:
+        """Fill the agent's ``side`` of its standing quote after the step; returns the units
+        traded (buys are limited by buying power, sells by inventory)."""
+        b, s, index = self.book, self.stats, self.index
         if side == "buy":
-            cost = price * exec_qty
-            pay = min(cost, b.cash)
-            b.cash -= pay
-            b.debt += cost - pay  # automatic margin loan on credit tiers (checked in _check)
-            b.inventory += exec_qty
+            qty = min(qty, int(self.buying_power() // price)) if price > 0 else 0
         else:
-            b.cash += price * exec_qty
-            b.inventory -= exec_qty
+            qty = min(qty, b.inventory)
+        if qty <= 0:
+            return 0
+        edge = index - price if side == "buy" else price - index
+        if side == "buy":
+            self._pay(price * qty)
+            b.inventory += qty
+        else:
+            b.cash = cents(b.cash + price * qty)
+            b.inventory -= qty
         s.trades += 1
-        if edge > 0:
-            prev = self.revealed[side]
-            self.revealed[side] = edge if prev is None else min(prev, edge)
-        self.last = f"{side} {exec_qty} @ {price:.2f}" + (
-            f" (only {exec_qty} of {a.qty} executable)" if exec_qty < a.qty else ""
-        )
+        s.maker_fills += qty
+        s.realized_spread = cents(s.realized_spread + max(0.0, edge * qty))
+        if by == "pickoff":
+            s.pickoffs += 1
+            s.pickoff_loss = cents(s.pickoff_loss + max(0.0, -edge * qty))
+        self.fills.append({"side": side, "price": price, "qty": qty, "by": by})
+        return qty
 
     def _credit(self) -> None:
         b, t, s = self.book, self.tier, self.stats
-        if b.debt > 0:
-            charge = b.debt * t.interest
-            b.debt += charge
-            s.interest_paid += charge
-            repay = min(b.cash, b.debt)
-            b.cash -= repay
-            b.debt -= repay
-        equity = b.net_worth(self.index)
-        if b.debt > 1e-9 and equity < t.margin_call * b.debt:
+        if b.debt > 0 and b.cash > 0:  # surplus cash repays the loan: idle debt cannot exist
+            repay = cents(min(b.cash, b.debt))
+            b.cash, b.debt = cents(b.cash - repay), cents(b.debt - repay)
+        if b.debt <= 0:
+            self.call_pending = False
+            return
+        charge = cents(b.debt * t.interest)
+        b.debt = cents(b.debt + charge)
+        s.interest_paid = cents(s.interest_paid + charge)
+        if b.equity(self.index) < t.margin_call * b.debt:
             if self.call_pending:
                 self.done, self.termination = True, "default"
+                self.last = "default: the margin call was not cured; episode over"
                 return
             self.call_pending = True
             s.margin_calls += 1
@@ -248,20 +281,20 @@ class BazaarEnv:
         out = {
             "turn": self.t,
             "turns": t.horizon,
-            "index": round(self.index, 2),
-            "cash": round(b.cash, 2),
+            "index": self.index,
+            "cash": b.cash,
             "inventory": b.inventory,
-            "net_worth": round(b.net_worth(self.index), 2),
+            "net_worth": b.equity(self.index),
             "last": self.last,
         }
         if not self.done:
             q = self.scripted
-            out.update(bid=q["bid"], bid_size=q["bid_size"], ask=q["ask"], ask_size=q["ask_size"])
+            out.update(bid=q.bid, bid_size=q.bid_size, ask=q.ask, ask_size=q.ask_size)
         if t.is_maker:
             out["quote"] = b.quote
             out["fills"] = self.fills
         if t.has_credit:
-            out.update(debt=round(b.debt, 2), buying_power=round(self.buying_power(), 2),
+            out.update(debt=b.debt, buying_power=self.buying_power(),
                        margin_call=self.call_pending)
         if self.done:
             out.update(done=True, end=self.termination, score=round(self.summary()["score"], 6))
@@ -271,10 +304,12 @@ class BazaarEnv:
         return json.dumps(self.state(), separators=(",", ":"))
 
     def summary(self) -> dict:
+        """Score (equity at the index over starting net worth, floored at 0; 0 on a default),
+        the bonuses, and the episode's statistics."""
         t, b, s = self.tier, self.book, self.stats
         played = max(self.t, 1)
-        nw = b.net_worth(self.index)
-        score = nw / t.start_net_worth()
+        equity = b.equity(self.index)
+        score = max(0.0, equity / t.start_net_worth())
         format_frac = 1.0 - len(s.bad_turns) / played
         trade_bonus = t.first_trade_bonus if s.trades > 0 else 0.0
         format_bonus = t.format_bonus * format_frac
@@ -289,7 +324,7 @@ class BazaarEnv:
             "trade_bonus": trade_bonus,
             "termination": self.termination,
             "turns_played": self.t,
-            "net_worth": nw,
+            "net_worth": equity,
             "trades": s.trades,
             "illegal": s.illegal,
             "maker_fills": s.maker_fills,

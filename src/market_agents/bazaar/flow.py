@@ -1,4 +1,5 @@
-"""The scripted counterparties: the quote a taker sees, and the flow that hits a maker's quote.
+"""The scripted counterparties: the quote a taker sees, what of it executes, and the flow that
+trades against a maker's standing quote.
 
 All randomness comes from the pre-drawn :class:`Scenario`; the only thing the agent's history
 changes is what an adversary targets (the trigger it revealed), never a random draw.
@@ -6,100 +7,81 @@ changes is what an adversary targets (the trigger it revealed), never a random d
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass, replace
 
-from market_agents.bazaar.scenario import Scenario
-from market_agents.bazaar.tiers import Tier
+from market_agents.bazaar.scenario import Quote, Scenario
+from market_agents.bazaar.tiers import Tier, cents
 
 
-def scripted_quote(tier: Tier, sc: Scenario, t: int, revealed: dict) -> dict:
-    """The scripted bid/ask at turn ``t`` around the visible index ``sc.index[t]``.
+@dataclass
+class Trigger:
+    """What the agent's taker trades reveal: the smallest edge it accepted and the side of its
+    latest profitable take."""
 
-    Trigger hunting: an informed adversary who knows the next index step and has seen the
-    smallest edge the agent accepted on a side posts a quote just inside that threshold on a turn
-    where the step will more than wipe the edge out. Bait depth: a juicy quote displays full size
-    but executes one unit.
+    edge: float | None = None
+    side: str | None = None
+
+    def record(self, side: str, edge: float) -> None:
+        if edge > 0:
+            self.edge = edge if self.edge is None else min(self.edge, edge)
+            self.side = side
+
+
+def scripted_quote(tier: Tier, sc: Scenario, t: int, trigger: Trigger) -> tuple[Quote, bool]:
+    """The quote of turn ``t`` and whether it hunts the agent's trigger.
+
+    Trigger hunting (maker tiers): on a hunting turn, once the agent has taken a profitable quote,
+    an adversary posts on the side of its latest take just inside the smallest edge it accepted
+    (0.05 less), betting the agent's rule fires on anything that looks like its past trades.
     """
-    index = float(sc.index[t])
-    half, shift = tier.spread / 2, float(sc.shift[t])
-    # A mispriced quote crosses the index by ``edge``: that is the taker's profit per unit.
-    if shift < 0:
-        ask = index + shift
-        bid = ask - tier.spread
-    elif shift > 0:
-        bid = index + shift
-        ask = bid + tier.spread
-    else:
-        bid, ask = index - half, index + half
-    trigger = None
-    if tier.is_maker and sc.shift[t] == 0 and sc.trigger[t]:
-        step = float(sc.index[t + 1]) - index
-        if revealed["buy"] is not None and step < -revealed["buy"]:
-            ask = index - revealed["buy"]
-            bid, trigger = ask - tier.spread, "buy"
-        elif revealed["sell"] is not None and step > revealed["sell"]:
-            bid = index + revealed["sell"]
-            ask, trigger = bid + tier.spread, "sell"
-    bid, ask = round(bid, 2), round(ask, 2)
-    size = tier.max_size
-    bait = tier.is_maker and bool(sc.bait[t])
-    return {
-        "bid": bid,
-        "ask": ask,
-        "bid_size": size,
-        "ask_size": size,
-        "bid_exec": 1 if bait and bid > index else size,
-        "ask_exec": 1 if bait and ask < index else size,
-        "bait": bait and (bid > index or ask < index),
-        "trigger": trigger,
-    }
+    base = sc.quotes[t]
+    if not tier.is_maker or trigger.edge is None or not sc.hunt[t]:
+        return base, False
+    index = sc.index[t]
+    edge = max(0.01, trigger.edge - 0.05)
+    if trigger.side == "buy":
+        return replace(base, ask=cents(index - edge)), True
+    return replace(base, bid=cents(index + edge)), True
 
 
-def _fill(book, stats, side: str, price: float, qty: int, ref: float, kind: str) -> dict | None:
-    """Fill ``qty`` of the agent's standing quote; ``side`` is the agent's side."""
-    if side == "sell":
-        qty = min(qty, book.quote[3], book.inventory)
-    else:
-        qty = min(qty, book.quote[1], math.floor(book.cash / price + 1e-9) if price > 0 else 0)
-    if qty <= 0:
-        return None
-    if side == "sell":
-        book.cash += price * qty
-        book.inventory -= qty
-        book.quote[3] -= qty
-        stats.realized_spread += (price - ref) * qty
-    else:
-        book.cash -= price * qty
-        book.inventory += qty
-        book.quote[1] -= qty
-        stats.realized_spread += (ref - price) * qty
-    stats.maker_fills += 1
-    return {"side": side, "price": price, "qty": int(qty), "by": kind}
+def executable(tier: Tier, sc: Scenario, t: int, quote: Quote, side: str) -> int:
+    """Units of the displayed size on ``side`` (the agent's buy or sell) that really execute.
+
+    Bait depth (maker tiers): on a bait turn a juicy side (one crossing the index in the agent's
+    favour) executes only ``bait_depth`` of its displayed size, at least one unit.
+    """
+    shown = quote.ask_size if side == "buy" else quote.bid_size
+    if not tier.is_maker or not sc.bait[t]:
+        return shown
+    index = sc.index[t]
+    edge = index - quote.ask if side == "buy" else quote.bid - index
+    if edge <= 0:
+        return shown
+    return max(1, int(shown * tier.bait_depth))
 
 
-def maker_flow(tier: Tier, sc: Scenario, t: int, book, stats) -> list[dict]:
-    """Noise flow then pickoff flow against the standing quote after the step t -> t+1."""
-    before, after = float(sc.index[t]), float(sc.index[t + 1])
-    half = tier.spread / 2
-    bid, _, ask, _ = book.quote
-    fills = []
-    # Noise traders are uninformed: they judge the agent's quote against the scripted fair
-    # quote at quote time, plus an impatience slack.
-    if sc.noise_arrive[t, 0] and ask <= before + half + sc.noise_slack[t, 0]:
-        fills.append(_fill(book, stats, "sell", ask, int(sc.noise_size[t, 0]), before, "noise"))
-    if sc.noise_arrive[t, 1] and bid >= before - half - sc.noise_slack[t, 1]:
-        fills.append(_fill(book, stats, "buy", bid, int(sc.noise_size[t, 1]), before, "noise"))
-    # Pickoff traders see the stepped index and take whatever the step left stale.
-    if ask < after:
-        f = _fill(book, stats, "sell", ask, int(sc.pickoff_size[t, 0]), before, "pickoff")
-        if f:
-            stats.pickoffs += 1
-            stats.pickoff_loss += (after - ask) * f["qty"]
-        fills.append(f)
-    if bid > after:
-        f = _fill(book, stats, "buy", bid, int(sc.pickoff_size[t, 1]), before, "pickoff")
-        if f:
-            stats.pickoffs += 1
-            stats.pickoff_loss += (bid - after) * f["qty"]
-        fills.append(f)
-    return [f for f in fills if f]
+def maker_flow(tier: Tier, sc: Scenario, t: int, quote: list, fill) -> None:
+    """Noise then informed flow against the standing ``quote`` [bid, bid_size, ask, ask_size]
+    after the index stepped into turn ``t``.
+
+    The quote's sizes cap what trades per turn and side, across all flow. Noise traders each
+    bring one unit with a reservation price around the new index (``spread`` inside it to
+    ``edge`` beyond it): tight quotes fill, wide ones idle. Informed traders take whatever
+    size remains on a side the step has left stale. ``fill(side, qty, price, by)`` books a fill
+    of the agent's ``side`` and returns the units that really traded (cash and inventory limit
+    them).
+    """
+    index = sc.index[t]
+    bid, bid_left, ask, ask_left = quote
+    for seller, distance in sc.noise[t]:
+        if seller:  # a noise seller hits the agent's bid
+            if bid >= index - distance and bid_left > 0:
+                bid_left -= fill("buy", 1, bid, "noise")
+        elif ask <= index + distance and ask_left > 0:  # a noise buyer lifts the ask
+            ask_left -= fill("sell", 1, ask, "noise")
+    if not sc.informed[t]:
+        return
+    if ask < index and ask_left > 0:
+        ask_left -= fill("sell", ask_left, ask, "pickoff")
+    if bid > index and bid_left > 0:
+        fill("buy", bid_left, bid, "pickoff")

@@ -16,7 +16,7 @@ from market_agents.atomic import write_json_atomic
 from market_agents.bazaar import mock_agent
 from market_agents.bazaar.anchors import HONEST_ANCHOR, run_policy
 from market_agents.bazaar.engine import BazaarEnv
-from market_agents.bazaar.play import MAX_MESSAGES_PER_TURN, replay
+from market_agents.bazaar.play import max_messages, replay
 from market_agents.bazaar.prompts import PROMPT_VERSION, prompt_id, system_prompt
 from market_agents.bazaar.tiers import Tier, eval_seeds, get_tier, train_seeds
 from market_agents.errors import ConfigError
@@ -103,7 +103,7 @@ def evaluate(client, tier: Tier, provider: str, model: str, seeds: list[int], ll
         chats[s] = [Message("system", system), Message("user", env.reset(s))]
         episodes[s] = {"messages": [], "calls": 0, "usd": 0.0, "invalid": 0, "stopped": None,
                        "llm": []}
-    for _ in range(tier.horizon * MAX_MESSAGES_PER_TURN + 1):
+    for _ in range(max_messages(tier)):
         live = [s for s in seeds if not envs[s].done and episodes[s]["stopped"] is None]
         if not live:
             break

@@ -55,11 +55,11 @@ def answer(request, rng: np.random.Generator) -> str:
                     f"quote {index - half:.2f} {bq} {index + half:.2f} {aq}")
     money = state.get("buying_power", state["cash"]) * float(rng.uniform(0.3, 1.0))
     if ask < index and rng.random() < 0.85:
-        qty = min(tier.max_size, int(money // ask))
+        qty = min(state["ask_size"], int(money // ask))
         if qty > 0:
             return f"{note} The ask is below the index, so buying is cheap.\nbuy {qty}"
     if bid > index and state["inventory"] > 0 and rng.random() < 0.85:
-        qty = min(tier.max_size, state["inventory"])
+        qty = min(state["bid_size"], state["inventory"])
         return f"{note} The bid is above the index, so I sell.\nsell {qty}"
     if rng.random() < 0.1 and state["inventory"] > 0:
         return f"{note} A small speculative sale.\nsell 1"

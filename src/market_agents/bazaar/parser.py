@@ -1,9 +1,22 @@
 """The text protocol: ``buy Q``, ``sell Q``, ``pass``, ``quote BP BQ AP AQ``.
 
-The parser takes the LAST command in the message, so a model may reason in prose around it.
-A command word only counts when it is followed by numbers (``buy 3``), so prose such as
-"I would buy if..." is not a command, while ``buy 2.5`` or ``buy -1`` is a malformed one.
-Parsing never raises: it returns an :class:`Action` or an ``Illegal`` reason.
+What counts as a command (docs/bazaar.md, "What counts as a command"):
+
+- A command stands on a line of its own. Markdown decoration around it is ignored (``**``,
+  backticks, a list marker, a short label such as ``Final answer:``), and so is one closing
+  ``.`` or ``!``. A model may reason in prose on other lines.
+- As in the public environment, the LAST command in the message is the one played, so a model
+  can change its mind; an earlier command never rescues a malformed last one.
+- A line is a command when it starts with a command word followed by nothing or by something
+  that starts like a number (``buy 3``, ``buy 1,000``, ``pass``). Prose that merely uses the
+  words ("the only way to pass the bid", "buy low, sell high") is not a command, wherever it
+  stands, so a reply that never issues one is unreadable, not a free ``pass``.
+- Numbers are whole tokens: quantities and sizes are digits only, prices digits with at most
+  one decimal point. Anything glued to a number (``1,000``, ``1e9``, ``1_000``, ``5k``,
+  ``10%``) or following it on the line makes the command malformed, with the reason, never a
+  different number.
+
+Parsing never raises: it returns an :class:`Action` or an :class:`Illegal` reason.
 """
 
 from __future__ import annotations
@@ -12,13 +25,17 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-NUM = r"[-+]?\d+(?:\.\d+)?"
-_COMMAND = re.compile(
-    rf"\b(?:(?P<side>buy|sell)(?P<qty>(?:\s+{NUM})+)"
-    rf"|(?P<quote>quote)(?P<args>(?:\s+{NUM})+)"
-    rf"|(?P<pass>pass)\b)",
-    re.IGNORECASE,
-)
+from market_agents.bazaar.tiers import cents
+
+MAX_PRICE = 1e9  # far above any index; keeps a price finite and printable
+USAGE = "buy Q, sell Q, pass or quote BP BQ AP AQ"
+_DECORATION = re.compile(r"[*`]")
+_MARKER = re.compile(r"^(?:[-+>]|\d{1,2}[.)])\s+")
+_LABEL = re.compile(r"^[A-Za-z][A-Za-z ]{0,39}:\s*")
+_VERB = re.compile(r"^(buy|sell|pass|quote)\b(.*)$", re.IGNORECASE)
+_NUMBER_START = re.compile(r"^\s+[-+.0-9]")
+_QTY = re.compile(r"[0-9]+")
+_PRICE = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
 
 @dataclass(frozen=True)
@@ -34,7 +51,7 @@ class Action:
         if self.kind in ("buy", "sell"):
             return f"{self.kind} {self.qty}"
         if self.kind == "quote":
-            return f"quote {self.bid:g} {self.bid_size} {self.ask:g} {self.ask_size}"
+            return f"quote {self.bid:.2f} {self.bid_size} {self.ask:.2f} {self.ask_size}"
         return "pass"
 
 
@@ -43,42 +60,71 @@ class Illegal:
     reason: str
 
 
-def _int(token: str) -> int | None:
-    try:
-        value = float(token)
-    except ValueError:
+def command_line(line: str) -> tuple[str, str] | None:
+    """``(verb, arguments)`` if ``line`` is a command line, else None (prose)."""
+    text = _DECORATION.sub("", line).strip()
+    text = _MARKER.sub("", text)
+    text = _LABEL.sub("", text).strip()
+    if text[-1:] in (".", "!"):
+        text = text[:-1].rstrip()
+    m = _VERB.match(text)
+    if m is None:
         return None
-    return int(value) if value.is_integer() and value > 0 else None
+    verb, rest = m.group(1).lower(), m.group(2)
+    if rest and not _NUMBER_START.match(rest):
+        return None  # the word used in prose: "pass the bid", "buy low"
+    return verb, rest.strip()
 
 
 def parse(message: str) -> Action | Illegal:
-    """Parse the last command in ``message``; never raises."""
+    """Parse the last command line of ``message``; never raises."""
     if not isinstance(message, str):
         return Illegal("message is not text")
-    matches = list(_COMMAND.finditer(message))
-    if not matches:
-        return Illegal("no command found; reply with buy Q, sell Q, pass or quote BP BQ AP AQ")
-    m = matches[-1]
-    if m.group("pass"):
-        return Action("pass")
-    if m.group("side"):
-        side = m.group("side").lower()
-        tokens = m.group("qty").split()
-        if len(tokens) != 1:
-            return Illegal(f"{side} takes one quantity, got {len(tokens)} numbers")
-        qty = _int(tokens[0])
-        if qty is None:
-            return Illegal(f"{side} quantity must be a positive integer, got {tokens[0]}")
-        return Action(side, qty=qty)
-    tokens = m.group("args").split()
-    if len(tokens) != 4:
-        return Illegal(f"quote takes 4 numbers (BP BQ AP AQ), got {len(tokens)}")
-    bid, ask = float(tokens[0]), float(tokens[2])
-    bq, aq = _int(tokens[1]), _int(tokens[3])
-    if bq is None or aq is None:
-        return Illegal(f"quote sizes must be positive integers, got {tokens[1]} and {tokens[3]}")
-    if bid <= 0 or ask <= 0:
-        return Illegal(f"quote prices must be positive, got {tokens[0]} and {tokens[2]}")
+    found = None
+    for line in message.splitlines():
+        found = command_line(line) or found
+    if found is None:
+        return Illegal(f"no command found; end your reply with one command on a line of its "
+                       f"own: {USAGE}")
+    return _arguments(*found)
+
+
+def _bad_number(verb: str, tokens: list[str], kinds: list[str]) -> str | None:
+    for token, kind in zip(tokens, kinds, strict=False):
+        if kind == "price" and not _PRICE.fullmatch(token):
+            return (f"{verb} price must be a number in digits with at most one decimal point "
+                    f"(like 99.5), got {token!r}")
+        if kind == "size" and not _QTY.fullmatch(token):
+            return (f"{verb} {'size' if verb == 'quote' else 'quantity'} must be a whole "
+                    f"number of units in digits (like 3), got {token!r}")
+    return None
+
+
+def _arguments(verb: str, rest: str) -> Action | Illegal:
+    tokens = rest.split()
+    if verb == "pass":
+        return Action("pass") if not tokens else Illegal(f"pass takes no number, got {rest!r}")
+    kinds = ["size"] if verb in ("buy", "sell") else ["price", "size", "price", "size"]
+    reason = _bad_number(verb, tokens, kinds)
+    if reason is not None:
+        return Illegal(reason)
+    if len(tokens) != len(kinds):
+        usage, n = ("quote BP BQ AP AQ" if verb == "quote" else f"{verb} Q"), len(kinds)
+        numbers = f"{n} number{'s' if n > 1 else ''}"
+        if len(tokens) < n:
+            return Illegal(f"{usage} needs {numbers}, got {len(tokens)}")
+        return Illegal(f"{usage} takes {numbers} and nothing else on its line, got {rest!r}")
+    if verb in ("buy", "sell"):
+        qty = int(tokens[0])
+        if qty < 1:
+            return Illegal(f"{verb} quantity must be at least 1, got {tokens[0]}")
+        return Action(verb, qty=qty)
+    bid, bq, ask, aq = float(tokens[0]), int(tokens[1]), float(tokens[2]), int(tokens[3])
+    if bq < 1 or aq < 1:
+        return Illegal(f"quote sizes must be at least 1, got {tokens[1]} and {tokens[3]}")
+    if not 0 < bid < MAX_PRICE or not 0 < ask < MAX_PRICE:
+        return Illegal(f"quote prices must be above 0 and below {MAX_PRICE:.0f}, got "
+                       f"{tokens[0]} and {tokens[2]}")
     if bid >= ask:
         return Illegal(f"quote bid {bid:g} must be below ask {ask:g}")
-    return Action("quote", bid=round(bid, 2), bid_size=bq, ask=round(ask, 2), ask_size=aq)
+    return Action("quote", bid=cents(bid), bid_size=bq, ask=cents(ask), ask_size=aq)

@@ -9,7 +9,11 @@ from market_agents.bazaar.engine import BazaarEnv
 from market_agents.bazaar.policies import make_policy
 from market_agents.bazaar.tiers import Tier, get_tier
 
-MAX_MESSAGES_PER_TURN = 2  # a second illegal attempt plays as pass, so 2 per turn bounds it
+
+def max_messages(tier: Tier) -> int:
+    """The most replies an episode takes: one per turn plus the episode's one free mistake
+    (every later illegal reply loses its turn)."""
+    return tier.horizon + 1
 
 
 def _tier(tier: str | Tier) -> Tier:
@@ -21,8 +25,7 @@ def play(tier: str | Tier, seed: int, act: Callable[[dict], str]) -> dict:
     env = BazaarEnv(_tier(tier))
     obs = env.reset(seed)
     state = json.loads(obs)
-    limit = env.tier.horizon * MAX_MESSAGES_PER_TURN + 1
-    for _ in range(limit):
+    for _ in range(max_messages(env.tier)):
         _, _, done, info = env.step(act(state))
         if done:
             break

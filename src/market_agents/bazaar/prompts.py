@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from market_agents.bazaar.tiers import Tier
 
-PROMPT_VERSION = "bazaar-v1"
+PROMPT_VERSION = "bazaar-v2"  # v2: the public tiers and mechanics, commands on their own line
 
 
 def prompt_id(tier: Tier) -> str:
@@ -16,41 +16,49 @@ def prompt_id(tier: Tier) -> str:
 
 
 def system_prompt(tier: Tier) -> str:
+    """The rules of ``tier`` as the agent reads them (every number is the tier's)."""
     lines = [
         "You are a dealer in Bazaar, a one-commodity market. A public index is the commodity's "
-        "fair value; it moves randomly each turn and you cannot move it. Scripted counterparties "
-        "quote a bid and an ask around the index; sometimes a quote is mispriced.",
+        "fair value; it moves randomly each turn and you cannot move it. A scripted "
+        "counterparty quotes a bid (it buys from you, up to bid_size units) and an ask (it sells "
+        "to you, up to ask_size units) around the index; sometimes a quote is mispriced.",
         f"The episode has {tier.horizon} turns. You start with {tier.cash:g} cash and "
-        f"{tier.start_inventory} units; the index starts at {tier.start_index:g}, moves with "
-        f"a standard deviation of about {tier.vol:g} per turn, and the normal quote width is "
+        f"{tier.start_inventory} units; the index starts at {tier.start_index:g} and moves with "
+        f"a standard deviation of about {tier.vol:g} per turn; the normal quote width is about "
         f"{tier.spread:g}.",
         "Your score is your final net worth (cash + units x final index"
         + (" - debt" if tier.has_credit else "")
-        + ") divided by your starting net worth. Trading against your own quotes cannot change "
-        "the index.",
-        "Each turn you get the state as JSON. Reply with exactly one command; you may reason "
-        "first, the LAST command in your message is the one played:",
-        f"  buy Q   (take the ask, Q units, 1 <= Q <= {tier.max_size})",
-        "  sell Q  (hit the bid, Q units; no short selling)",
+        + ") divided by your starting net worth (starting units marked at the first index). "
+        "Trading against your own quotes cannot change the index. The first trade of the "
+        "episode earns a small bonus, and well-formed replies earn a small format bonus.",
+        "Each turn you get the state as JSON. You may reason first; then write exactly one "
+        "command ON A LINE OF ITS OWN, with whole numbers in digits (no commas, units, "
+        "percentages or exponents). If several lines hold commands, the last one is played:",
+        "  buy Q   (take the ask, Q units, at most the displayed ask_size)",
+        "  sell Q  (hit the bid, Q units, at most the displayed bid_size; no short selling)",
         "  pass",
     ]
     if tier.is_maker:
         lines += [
             f"  quote BP BQ AP AQ  (post your own bid BP for BQ units and ask AP for AQ units, "
-            f"sizes <= {tier.max_size}, BP < AP; it stands until you replace it, pass keeps it)",
-            "After you act the index steps; uninformed traders may fill attractive quotes, and "
-            "informed traders pick off quotes the index move has made stale. Displayed sizes "
-            "on juicy scripted quotes may be larger than what executes.",
+            f"sizes 1 to {tier.max_size}, prices with at most one decimal point, BP < AP; it "
+            "stands until you replace it, and pass keeps it)",
+            "After you act the index steps; uninformed traders may trade with your quote, up to "
+            "its sizes each turn, and informed traders pick off a side the index move has made "
+            "stale. A mispriced scripted quote may execute less than it displays, and an "
+            "adversary may post quotes just inside the edges you have been taking.",
         ]
     if tier.has_credit:
         lines += [
-            f"Credit: buying beyond your cash draws an automatic loan, up to {tier.loan_ratio:g}x "
-            f"your equity, at {tier.interest:.1%} interest per turn; cash repays it each turn. "
-            f"If equity falls below {tier.margin_call:.0%} of debt you get a margin call and one "
-            "turn to cure it; otherwise you default and score 0.",
+            f"Credit: buying beyond your cash draws an automatic loan; total debt may not exceed "
+            f"{tier.loan_ratio:g}x your equity (cash + units x index - debt). Cash repays the "
+            f"loan at the end of each turn, and debt accrues {tier.interest:.1%} interest per "
+            f"turn. If equity falls below {tier.margin_call:.0%} of debt you get a margin call "
+            "and one turn to cure it; otherwise you default, the episode ends and you score 0.",
         ]
     lines += [
-        "An illegal or unreadable command returns 'illegal: <reason>' and you may try once more "
-        "that turn; repeating the same illegal message 4 times in a row ends the episode.",
+        "An illegal or unreadable reply returns 'illegal: <reason>'. Your first one in the "
+        "episode is free; after that each one loses its turn. Sending the same illegal reply "
+        "4 times in a row ends the episode.",
     ]
     return "\n".join(lines)

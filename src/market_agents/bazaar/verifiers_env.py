@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from market_agents.bazaar.engine import BazaarEnv
-from market_agents.bazaar.play import MAX_MESSAGES_PER_TURN, replay
+from market_agents.bazaar.play import max_messages, replay
 from market_agents.bazaar.prompts import system_prompt
 from market_agents.bazaar.tiers import Tier, eval_seeds, get_tier, train_seeds
 
@@ -101,8 +101,8 @@ def load_environment(tier: str = "micro", num_train_examples: int = 1000,
         eval_dataset=evalset,
         system_prompt=system_prompt(t),
         rubric=rubric,
-        max_turns=t.horizon * MAX_MESSAGES_PER_TURN + 1,
-        env_id=f"bazaar-{t.name}",
+        max_turns=max_messages(t) + 1,  # the engine ends the episode, not this bound
+        env_id="bazaar",  # the module vf-eval and its env servers import (src/bazaar)
         env_args={"tier": t.name},
         **kwargs,
     )

@@ -33,32 +33,37 @@ def register(sub: argparse._SubParsersAction) -> None:
         "bazaar",
         help="Bazaar: a dealer-market environment for single LLM agents",
         description="Bazaar: one agent trades one commodity against scripted quotes while a "
-        "seeded exogenous index sets fair value. Tiers: micro, hard (taker), maker_micro, "
-        "maker_easy (maker), credit_micro (margin). Evaluation seeds start at 1,000,000.",
+        "seeded exogenous index sets fair value; the public environment's tiers and mechanics "
+        "(docs/bazaar.md). Tiers: micro, trivial, easy, hard (taker), maker_micro, maker_easy "
+        "(maker), credit_micro (margin). Evaluation seeds start at 1,000,000, train seeds at 0.",
     )
     bsub = p.add_subparsers(dest="bazaar_command", metavar="SUBCOMMAND", required=True)
 
     a = bsub.add_parser(
         "anchors",
-        help="scripted anchors over the eval split, next to the public figures",
-        description="Play every scripted anchor of each tier on the frozen evaluation seeds, print "
-        "mean scores next to the public Bazaar figures and check the orderings the environment "
-        "must show. Exit 1 if an ordering fails.",
+        help="scripted anchors next to the public figures (eval split and train seeds)",
+        description="Play every scripted anchor of each tier on the frozen evaluation seeds "
+        "(1,000,000..) and on train seeds (0..), print mean scores next to the public Bazaar "
+        "figures (bazaar-env 0.3.1) and check them: each level within 0.01 (with --seeds 20, the "
+        "public figures' seed count) and the per-seed orderings. Exit 1 if a check fails.",
     )
     a.add_argument("--tiers", default="all", help="comma-separated tiers or 'all' (default)")
-    a.add_argument("--seeds", type=int, default=20, help="evaluation seeds per tier (default 20)")
+    a.add_argument("--seeds", type=int, default=20,
+                   help="seeds per tier and block (default 20, as the public figures)")
     a.add_argument("--out", default=None, help="directory for anchors.json and anchors.parquet")
     a.set_defaults(func=cmd_anchors)
 
     x = bsub.add_parser(
         "exploits",
-        help="deterministic reward farms against the tier's honest anchor",
+        help="deterministic reward farms against the tier's honest or vol-aware anchor",
         description="Run the reward farms (self-trading, quote stuffing, bonus farming, loop "
-        "spamming, default lottery) on the evaluation seeds and compare their mean reward "
-        "(score + bonuses) with the tier's honest anchor. Exit 1 if a farm beats it.",
+        "spamming, varied spamming, prose rambling, default lottery) on the evaluation seeds "
+        "and on train seeds and compare their mean reward (score + bonuses) with the tier's "
+        "anchor (honest dealer on taker tiers, vol-aware quoter on maker tiers, margin taker "
+        "on credit). Exit 1 if a farm beats it on either block.",
     )
     x.add_argument("--tier", required=True, help="tier name, comma-separated list, or 'all'")
-    x.add_argument("--seeds", type=int, default=20, help="evaluation seeds (default 20)")
+    x.add_argument("--seeds", type=int, default=20, help="seeds per block (default 20)")
     x.add_argument("--out", default=None, help="directory for exploits_<tier>.json")
     x.set_defaults(func=cmd_exploits)
 
@@ -70,8 +75,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     e.add_argument("--tier", required=True, help="tier name")
     e.add_argument("--policy", required=True,
-                   help="passive, honest, gambler, margin_taker, margin_gambler, tight, wide, "
-                   "vol_aware, avellaneda_stoikov")
+                   help="passive, honest, honest_bonus, gambler, loop_spammer, "
+                   "threshold_taker, margin_taker, margin_gambler, wide, tight, vol_aware, "
+                   "avellaneda_stoikov")
     e.add_argument("--seed", type=int, default=1_000_000, help="episode seed (default 1000000)")
     e.add_argument("--out", default=None,
                    help="directory for transcript.jsonl and summary.json")
@@ -98,18 +104,23 @@ def cmd_anchors(args: argparse.Namespace) -> int:
 
 
 def cmd_exploits(args: argparse.Namespace) -> int:
-    from market_agents.bazaar.exploits import exploit_pass, format_report
+    from market_agents.bazaar.exploits import BLOCKS, exploit_pass, format_report
 
     beaten = False
-    for tier in _tier_list(args.tier):
-        anchor, rows = exploit_pass(tier, _seeds(args.seeds))
-        print(format_report(anchor, rows))
-        print()
-        beaten |= any(r["beats"] for r in rows)
+    tiers, n = _tier_list(args.tier), _seeds(args.seeds)
+    for tier in tiers:
+        blocks = {}
+        for block in BLOCKS:
+            anchor, rows = exploit_pass(tier, n, block)
+            print(format_report(anchor, rows))
+            print()
+            beaten |= any(r["beats"] for r in rows)
+            blocks[block] = {"anchor": anchor, "farms": rows}
         if args.out:
             write_json_atomic(Path(args.out) / f"exploits_{tier}.json",
-                        {"tier": tier, "seeds": args.seeds, "anchor": anchor, "farms": rows})
-    print("a farm BEATS its anchor" if beaten else "no farm beats its tier's honest anchor")
+                              {"tier": tier, "seeds": n, "blocks": blocks})
+    print("a farm BEATS its anchor" if beaten
+          else "no farm beats its tier's anchor on either seed block")
     return 1 if beaten else 0
 
 
