@@ -242,7 +242,7 @@ class Run:
             "n_llm_agents": len(self.population.llm_slots),
         }
         if self.pool:
-            summary.update(self.pool.manifest())
+            summary.update(self.pool.manifest(), **self.pool.activity)
             self.pool.close()
         tables["summary"] = summary
         return tables
