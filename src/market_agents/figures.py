@@ -53,7 +53,8 @@ def run_figure(run_dir: str | Path, out: str | Path, asset: int = 0) -> Path:
     top.legend(loc="best", fontsize=8)
     n_llm = manifest.get("n_llm_agents", 0)
     top.set_title(f"{run_dir.parent.name}/{run_dir.name}: seed {manifest.get('seed')}, "
-                  f"{n_llm} LLM traders (dashed: shocks; red: halts; triangles: margin calls)", fontsize=10)
+                  f"{n_llm} LLM traders (dashed: shocks; red: halts; triangles: margin calls)",
+                  fontsize=10)
     bottom.bar(t, ticks["volume"].to_numpy(), width=1.0, color="0.4")
     bottom.set_ylabel("volume")
     bottom.set_xlabel("tick")
