@@ -74,7 +74,8 @@ import polars as pl
 BLOCKED = ("budget_halt", "decision_cap")
 # Why the exchange refuses an order (orders.parquet ``reason``).
 REJECT_REASONS = ("invalid", "halted", "position_limit", "insufficient_funds")
-MIN_RETURNS = {"volatility": 2, "excess_kurtosis": 4, "ret_corr": 3}
+MIN_RETURNS = {"volatility": 2, "excess_kurtosis": 4}
+MIN_PAIRED_RETURNS = 3  # ret_corr (and so spillover_dy) of two assets
 
 
 @dataclass(frozen=True)
@@ -307,8 +308,11 @@ def market_outcomes(run: RunFiles, th: Thresholds, notes: list[str]) -> dict[str
     paths = price_paths(run.ticks, burn_in)
     n_ret = min((max(len(p) - 1, 0) for p, _ in paths.values()), default=0)
     for key, need in MIN_RETURNS.items():
-        if n_ret < need and (key != "ret_corr" or len(paths) == 2):
+        if n_ret < need:
             notes.append(f"{key}: {n_ret} returns after burn-in, needs {need}")
+    if len(paths) == 2 and n_ret < MIN_PAIRED_RETURNS:
+        notes.append(f"ret_corr, spillover_dy: {n_ret} returns after burn-in, "
+                     f"needs {MIN_PAIRED_RETURNS}")
     if not any(len(p) for p, _ in paths.values()):
         notes.append("mispricing, rad, rd: no tick after burn-in")
     per: dict[str, list] = {k: [] for k in ("vol", "kurt", "mis", "rad", "rd")}
@@ -334,7 +338,9 @@ def market_outcomes(run: RunFiles, th: Thresholds, notes: list[str]) -> dict[str
         **episode_outcomes(run, th),
         "ret_corr": None, "spillover_dy": None,
     }
-    if len(paths) == 2 and n_ret >= MIN_RETURNS["ret_corr"]:
+    if out["excess_kurtosis"] is None and n_ret >= MIN_RETURNS["excess_kurtosis"]:
+        notes.append("excess_kurtosis: the price never moves after burn-in")
+    if len(paths) == 2 and n_ret >= MIN_PAIRED_RETURNS:
         (p0, _), (p1, _) = paths.values()
         m = min(len(p0), len(p1))
         rets = np.column_stack([log_returns(p0[len(p0) - m:]), log_returns(p1[len(p1) - m:])])
