@@ -267,6 +267,8 @@ def test_decision_cap_holds_are_counted(tmp_path):
        shock=st.integers(0, 70))
 def test_outcomes_on_runs_of_1_to_60_ticks_never_raise(n_ticks, n_assets, burn_in, seed, flat,
                                                        shock):
+    import contextlib
+    import io
     import tempfile
     from pathlib import Path
 
@@ -279,7 +281,8 @@ def test_outcomes_on_runs_of_1_to_60_ticks_never_raise(n_ticks, n_assets, burn_i
         run = make_run(Path(tmp) / "r", prices, burn_in=burn_in, shocks=[
             {"time": shock, "kind": "fundamental_jump", "size": 5.0},
             {"time": shock, "kind": "placebo"}])
-        assert main(["outcomes", str(run)]) == 0
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["outcomes", str(run)]) == 0
         out = json.loads((run / "outcomes.json").read_text())
     returns = max(0, n_ticks - min(burn_in, n_ticks) - 1)
     notes = out["notes"]
