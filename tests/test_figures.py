@@ -31,3 +31,25 @@ def test_not_a_run_dir(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["plot", str(tmp_path / "empty")]) == 2
     assert "not a complete run directory" in capsys.readouterr().err
+
+
+def test_run_figure_marks_margin_calls(tmp_path, baseline_path, monkeypatch):
+    import json
+
+    from market_agents import figures
+
+    labels = []
+    real = figures._save
+
+    def spy(fig, out, plt):
+        labels.extend(line.get_label() for ax in fig.axes for line in ax.get_lines())
+        return real(fig, out, plt)
+
+    monkeypatch.setattr(figures, "_save", spy)
+    run = run_to_dir(load_config(baseline_path, ["simulation.ticks=120"]), 1, tmp_path / "r",
+                     progress=False)
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps(
+        {**manifest, "margin_call_events": [[70, 12], [71, 30]]}))
+    figures.run_figure(run, run / "price.png")
+    assert "margin calls (2)" in labels

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import polars as pl
 import pytest
+import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -208,3 +209,129 @@ def test_crossed_books_do_not_count_in_the_spread(tmp_path):
     spread = np.where(np.arange(100) % 5 == 0, 0.1, -3.0)  # crossed between auctions
     ticks.with_columns(pl.Series("spread", spread)).write_parquet(run / "ticks.parquet")
     assert score_run(run)["mean_spread"] == pytest.approx(0.1)
+
+
+# --- mechanism activity ----------------------------------------------------------------------
+
+
+def test_activity_counts_rejects_by_reason_and_the_manifest_counts(tmp_path):
+    counts = {"margin_calls": 2, "forced_sale_volume": 30, "channel_sent": 4,
+              "channel_read": 9, "memory_lines": 12}
+    out = score_run(make_run(tmp_path / "r", np.full(50, 100.0), manifest_extra=counts))
+    assert out["rejects_position_limit"] == 1  # the fake run's one rejected order
+    assert out["rejects_halted"] == out["rejects_insufficient_funds"] == 0
+    assert out["rejects_invalid"] == 0
+    assert (out["margin_calls"], out["forced_sale_volume"]) == (2, 30)
+    assert (out["llm_channel_sent"], out["llm_channel_read"], out["llm_memory_lines"]) == (
+        4, 9, 12)
+    assert out["llm_decision_cap_holds"] == 0
+    bare = score_run(make_run(tmp_path / "bare", np.full(50, 100.0)))
+    assert bare["margin_calls"] is None and bare["llm_channel_read"] is None  # not recorded
+
+
+def with_config(path, config):
+    (path / "config.yaml").write_text(yaml.safe_dump({"simulation": {"burn_in": 0}, **config}))
+    return path
+
+
+def test_mechanisms_switched_on_and_idle(tmp_path):
+    config = {"exchange": {"halt_threshold": 0.05, "position_limit": 300},
+              "population": {"mix": {"leveraged": 0.19}, "llm": {"memory": 5}}}
+    run = make_run(tmp_path / "r", np.full(50, 100.0), halts=[[10, 30]],
+                   manifest_extra={"margin_calls": 0})
+    out = score_run(with_config(run, config))
+    # No LLM agent in the fake agents table beyond slot 0: memory is on (one LLM agent) but
+    # showed no line; the breaker halted; the limit rejected one order; no margin call.
+    assert out["mechanisms"] == "breaker,position_limit,leverage,memory"
+    assert out["mechanisms_idle"] == "leverage,memory"
+    plain = score_run(with_config(make_run(tmp_path / "p", np.full(50, 100.0)), {}))
+    assert plain["mechanisms"] == plain["mechanisms_idle"] == ""
+
+
+def test_decision_cap_holds_are_counted(tmp_path):
+    dec = pl.DataFrame({
+        "tick": [1, 2, 3], "slot": [0, 0, 0], "valid": [True, None, None],
+        "error_class": [None, "decision_cap", "budget_halt"], "tokens_in": [700, 0, 0],
+        "tokens_out": [200, 0, 0], "tokens_reasoning": [100, 0, 0], "usd": [0.0004, 0.0, 0.0],
+    }, schema=LLM_DECISION_COLUMNS)
+    out = score_run(make_run(tmp_path / "r", np.full(50, 100.0), decisions=dec))
+    assert out["llm_decision_cap_holds"] == 1 and out["llm_budget_halts"] == 1
+
+
+# --- short runs (issue 11) -------------------------------------------------------------------
+
+
+@settings(max_examples=80, deadline=None)
+@given(n_ticks=st.integers(1, 60), n_assets=st.sampled_from([1, 2]),
+       burn_in=st.integers(0, 60), seed=st.integers(0, 2**16), flat=st.booleans(),
+       shock=st.integers(0, 70))
+def test_outcomes_on_runs_of_1_to_60_ticks_never_raise(n_ticks, n_assets, burn_in, seed, flat,
+                                                       shock):
+    import contextlib
+    import io
+    import tempfile
+    from pathlib import Path
+
+    from market_agents.cli import main
+
+    rng = np.random.default_rng(seed)
+    prices = [np.full(n_ticks, 100.0) if flat and a == 0 else
+              100 * np.exp(np.cumsum(rng.normal(0, 0.01, n_ticks))) for a in range(n_assets)]
+    with tempfile.TemporaryDirectory() as tmp:
+        run = make_run(Path(tmp) / "r", prices, burn_in=burn_in, shocks=[
+            {"time": shock, "kind": "fundamental_jump", "size": 5.0},
+            {"time": shock, "kind": "placebo"}])
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["outcomes", str(run)]) == 0
+        out = json.loads((run / "outcomes.json").read_text())
+    returns = max(0, n_ticks - min(burn_in, n_ticks) - 1)
+    notes = out["notes"]
+    for key in ("volatility", "excess_kurtosis", "spillover_dy", "shock_priced_share",
+                "placebo_move"):
+        if out[key] is None and not (key == "spillover_dy" and n_assets == 1):
+            assert key in notes, (key, notes)
+    if n_assets == 2 and returns < 5:  # a VAR(1) of two series needs 5 returns
+        assert out["spillover_dy"] is None
+    if returns >= 4 and not flat:
+        assert out["excess_kurtosis"] is not None
+
+
+def test_two_asset_run_too_short_for_its_var(tmp_path, capsys):
+    """Issue 11: `ma outcomes` on a 54-tick two-asset run raised '3 observations are too few
+    for a VAR(1)'; an impossible --var-order did the same."""
+    from market_agents.cli import main
+
+    run = tmp_path / "k2"
+    assert main(["run", "config/baseline.yaml", "--seed", "1", "--out", str(run),
+                 "--set", "simulation.ticks=54", "--set", "fundamentals.n_assets=2",
+                 "--set", "fundamentals.factor_loading=[0.7, 0.7]"]) == 0
+    assert main(["outcomes", str(run)]) == 0
+    out = json.loads((run / "outcomes.json").read_text())
+    assert out["spillover_dy"] is None and "too few for a VAR(1)" in out["notes"]
+    long_run = tmp_path / "long"
+    assert main(["run", "config/baseline.yaml", "--seed", "1", "--out", str(long_run),
+                 "--set", "simulation.ticks=150", "--set", "fundamentals.n_assets=2",
+                 "--set", "fundamentals.factor_loading=[0.7, 0.7]"]) == 0
+    assert main(["outcomes", str(long_run), "--var-order", "40"]) == 0
+    out = json.loads((long_run / "outcomes.json").read_text())
+    assert out["spillover_dy"] is None and "VAR(40) (needs 122)" in out["notes"]
+    assert main(["outcomes", str(long_run), "--var-order", "2"]) == 0
+    assert json.loads((long_run / "outcomes.json").read_text())["spillover_dy"] is not None
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--var-order", "0"], "--var-order 0: must be in 1..100"),
+    (["--var-order", "1000000"], "--var-order 1000000: must be in 1..100"),
+    (["--horizon", "0"], "--horizon 0: must be in 1..1000"),
+    (["--horizon", "1000000000"], "--horizon 1000000000: must be in 1..1000"),
+    (["--bubble", "1.5:10"], "--bubble '1.5:10'"),
+])
+def test_impossible_outcome_options_get_one_line_and_exit_2(tmp_path, capsys, args, message):
+    from market_agents.cli import main
+
+    run = make_run(tmp_path / "r", np.full(50, 100.0))
+    assert main(["outcomes", str(run), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not (run / "outcomes.json").exists()

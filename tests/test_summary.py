@@ -21,3 +21,29 @@ def test_summary_prints_one_line_per_cell_with_means(tmp_path, capsys):
 def test_summary_missing_table(tmp_path, capsys):
     assert main(["summary", str(tmp_path / "nope.parquet")]) == 2
     assert "nope.parquet: no such outcomes table" in capsys.readouterr().err
+
+
+def test_summary_prints_mechanism_activity_and_flags_idle_mechanisms(tmp_path, capsys):
+    path = tmp_path / "outcomes.parquet"
+    pl.DataFrame({
+        "cell": ["leverage_25"] * 3 + ["breaker_25"] * 2 + ["share_0"],
+        "seed": [101, 102, 103, 101, 102, 101],
+        "volatility": [0.004] * 6,
+        "n_halts": [0, 0, 0, 0, 0, 0], "halted_ticks": [0] * 6,
+        "rejects_position_limit": [0] * 6, "rejects_insufficient_funds": [3, 4, 5, 1, 1, 1],
+        "margin_calls": [2, 0, 1, 0, 0, 0], "forced_sale_volume": [40, 0, 20, 0, 0, 0],
+        "llm_channel_read": [0, 0, 0, 0, 0, None],
+        "mechanisms": ["leverage"] * 3 + ["breaker"] * 2 + [""],
+        "mechanisms_idle": ["", "leverage", ""] + ["breaker"] * 2 + [""],
+    }).write_parquet(path)
+    assert main(["summary", str(path), "--runs"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
+    head = out.splitlines()[out.splitlines().index("") + 2].split()
+    assert head[:6] == ["cell", "halts", "halted", "rej:limit", "rej:funds", "margin"]
+    assert rows["leverage_25"][-2:] == ["leverage", "2/3"] and rows["leverage_25"][5] == "1.00"
+    assert rows["share_0"][-1] == "-"
+    assert rows["leverage_25/102"][5] == "0.00"  # --runs: one line per run
+    flags = [line for line in out.splitlines() if line.startswith("FLAG")]
+    assert flags == ["FLAG breaker_25: breaker is switched on but acted in none of its 2 "
+                     "seed(s)"]

@@ -84,8 +84,8 @@ class ExchangeConfig(_Strict):
     halt_window: int = Field(default=10, ge=1)
     halt_ticks: int = Field(default=20, ge=1)
     position_limit: int | None = Field(default=None, ge=1)
-    max_leverage: float = Field(default=3.0, ge=1.0, description="for leveraged traders")
-    maintenance_margin: float = Field(default=0.2, gt=0, lt=1)
+    max_leverage: float = Field(default=4.0, ge=1.0, description="for leveraged traders")
+    maintenance_margin: float = Field(default=0.22, gt=0, lt=1)
 
 
 class MixConfig(_Strict):
@@ -117,6 +117,10 @@ class PopulationConfig(_Strict):
     initial_shares: int = Field(default=20, ge=0)
     mm_initial_cash: float = Field(default=100_000.0, ge=0)
     mm_initial_shares: int = Field(default=290, ge=0)
+    leveraged_cash: float = Field(
+        default=2_500.0, ge=0,
+        description="cash a leveraged trader's margin account opens with (no shares): "
+        "leverage, not a larger endowment, sizes its positions")
     slot_types: dict[int, ClassicalType] = Field(
         default_factory=dict, description="pin the classical type of given slots"
     )

@@ -21,7 +21,8 @@ def _pyplot():
 
 
 def run_figure(run_dir: str | Path, out: str | Path, asset: int = 0) -> Path:
-    """Mid price against V and V^pub, with shocks and halts marked, and volume below."""
+    """Mid price against V and V^pub, with shocks, halts and margin calls marked, and volume
+    below."""
     run_dir, out = Path(run_dir), Path(out)
     try:
         ticks = pl.read_parquet(run_dir / "ticks.parquet").filter(pl.col("asset") == asset)
@@ -40,6 +41,11 @@ def run_figure(run_dir: str | Path, out: str | Path, asset: int = 0) -> Path:
     top.plot(t, ticks["mid_price"].to_numpy(), color="tab:blue", lw=1.2, label="mid price")
     for start, end in manifest.get("halts", []):
         top.axvspan(start, end, color="tab:red", alpha=0.15, lw=0)
+    calls = [tick for tick, _ in manifest.get("margin_call_events", [])]
+    if calls:
+        mid = dict(zip(t.tolist(), ticks["mid_price"].to_list(), strict=True))
+        top.plot(calls, [mid[c] for c in calls], "v", color="tab:purple", ms=6,
+                 label=f"margin calls ({len(calls)})")
     for shock in manifest.get("shocks", []):
         top.axvline(shock["time"], color="tab:orange" if shock["kind"] == "placebo" else "k",
                     ls="--", lw=0.8)
@@ -47,7 +53,8 @@ def run_figure(run_dir: str | Path, out: str | Path, asset: int = 0) -> Path:
     top.legend(loc="best", fontsize=8)
     n_llm = manifest.get("n_llm_agents", 0)
     top.set_title(f"{run_dir.parent.name}/{run_dir.name}: seed {manifest.get('seed')}, "
-                  f"{n_llm} LLM traders (dashed: shocks; red: halts)", fontsize=10)
+                  f"{n_llm} LLM traders (dashed: shocks; red: halts; triangles: margin calls)",
+                  fontsize=10)
     bottom.bar(t, ticks["volume"].to_numpy(), width=1.0, color="0.4")
     bottom.set_ylabel("volume")
     bottom.set_xlabel("tick")

@@ -45,6 +45,21 @@ Outcome definitions (keys of ``score``):
   ``llm_usd_spent``: USD this execution paid (manifest; 0 for cache hits and the mock);
   ``llm_budget_halts``: decisions a USD cap stopped; ``llm_budget_halt_events``: cap hits
   (manifest). LLM rates are null without LLM decisions.
+
+Mechanism activity (did each mechanism act in this run?), counts over the whole run:
+- ``n_halts`` and ``halted_ticks`` (above); ``rejects_<reason>``: rejected orders by reason
+  (``REJECT_REASONS``); ``margin_calls``: accounts called (manifest: an account counts again
+  only after it left the call); ``forced_sale_volume``: shares traded by the margin rule's
+  liquidation orders (manifest); ``llm_channel_sent``: valid decisions that posted a message to
+  the cohort channel; ``llm_channel_read``: peer messages shown in prompts;
+  ``llm_memory_lines``: past decisions shown in prompts (all three manifest);
+  ``llm_decision_cap_holds`` and ``llm_budget_halts``: decisions a decision cap or a USD cap
+  stopped.
+- ``mechanisms``: the mechanisms this run's config switches on (``MECHANISMS``: the name, the
+  config that switches it on, the activity that shows it acted), comma-separated;
+  ``mechanisms_idle``: those among them that never acted in this run.
+- ``notes``: why a statistic is null when the run is too short for it (``key: reason``,
+  separated by "; "), e.g. a two-asset run with fewer returns than its VAR needs.
 """
 
 from __future__ import annotations
@@ -57,6 +72,10 @@ import polars as pl
 
 # error_class of a decision the LLM layer never sent: a USD cap stopped it, or a decision cap.
 BLOCKED = ("budget_halt", "decision_cap")
+# Why the exchange refuses an order (orders.parquet ``reason``).
+REJECT_REASONS = ("invalid", "halted", "position_limit", "insufficient_funds")
+MIN_RETURNS = {"volatility": 2, "excess_kurtosis": 4}
+MIN_PAIRED_RETURNS = 3  # ret_corr (and so spillover_dy) of two assets
 
 
 @dataclass(frozen=True)
@@ -179,7 +198,8 @@ def shock_response(p: np.ndarray, v: np.ndarray, ticks: np.ndarray, time: int, s
     }
 
 
-def shocks_outcomes(ticks: pl.DataFrame, shocks: list[dict[str, Any]]) -> dict[str, Any]:
+def shocks_outcomes(ticks: pl.DataFrame, shocks: list[dict[str, Any]],
+                    notes: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"shock_half_ticks": None, "shock_priced_share": None,
                            "placebo_move": None}
     if not shocks or ticks.height == 0:
@@ -199,6 +219,14 @@ def shocks_outcomes(ticks: pl.DataFrame, shocks: list[dict[str, Any]]) -> dict[s
         s_time = int(first["time"])
         until = next((x for x in times if x > s_time), int(tk.max()) + 1 if len(tk) else s_time)
         r = shock_response(pv, vv, tk, s_time, float(first.get("size") or 0.0), until)
+        names = "shock_half_ticks, shock_priced_share" if kind == "fundamental_jump" else (
+            "placebo_move")
+        if not ((tk >= s_time - PRE) & (tk < s_time)).any():
+            notes.append(f"{names}: no tick in [{s_time - PRE}, {s_time})")
+        elif not ((tk > s_time + POST_FROM) & (tk <= s_time + POST_TO)).any():
+            late = "shock_priced_share" if kind == "fundamental_jump" else names
+            notes.append(f"{late}: the run ends before ({s_time + POST_FROM}, "
+                         f"{s_time + POST_TO}]")
         if kind == "fundamental_jump":
             out["shock_half_ticks"], out["shock_priced_share"] = r["half_ticks"], r["priced_share"]
         else:
@@ -218,8 +246,9 @@ def spillover_dy(x: np.ndarray, p: int = 1, horizon: int = 10) -> float:
     """
     x = np.asarray(x, dtype=float)
     n_obs, n = x.shape
-    if n_obs <= n * p + 1:
-        raise ValueError(f"spillover_dy: {n_obs} observations are too few for a VAR({p})")
+    if n_obs < var_min_obs(n, p):
+        raise ValueError(f"spillover_dy: {n_obs} observations are too few for a VAR({p}) "
+                         f"(needs {var_min_obs(n, p)})")
     y = x[p:]
     lags = np.hstack([x[p - k - 1:n_obs - k - 1] for k in range(p)])
     z = np.hstack([np.ones((len(y), 1)), lags])
@@ -235,6 +264,12 @@ def spillover_dy(x: np.ndarray, p: int = 1, horizon: int = 10) -> float:
     theta = num / den
     theta = theta / theta.sum(axis=1, keepdims=True)
     return float(100.0 * (theta.sum() - np.trace(theta)) / n)
+
+
+def var_min_obs(n: int, p: int) -> int:
+    """Observations a VAR(p) of n variables with a constant needs for one residual degree of
+    freedom: T - p > 1 + n p."""
+    return p * (n + 1) + 2
 
 
 # --- the score ----------------------------------------------------------------------------------
@@ -268,9 +303,18 @@ def episode_outcomes(run: RunFiles, th: Thresholds) -> dict[str, Any]:
             "n_crashes": nc, "crash_share": _mean(cshare) or 0.0}
 
 
-def market_outcomes(run: RunFiles, th: Thresholds) -> dict[str, Any]:
+def market_outcomes(run: RunFiles, th: Thresholds, notes: list[str]) -> dict[str, Any]:
     burn_in = burn_in_of(run)
     paths = price_paths(run.ticks, burn_in)
+    n_ret = min((max(len(p) - 1, 0) for p, _ in paths.values()), default=0)
+    for key, need in MIN_RETURNS.items():
+        if n_ret < need:
+            notes.append(f"{key}: {n_ret} returns after burn-in, needs {need}")
+    if len(paths) == 2 and n_ret < MIN_PAIRED_RETURNS:
+        notes.append(f"ret_corr, spillover_dy: {n_ret} returns after burn-in, "
+                     f"needs {MIN_PAIRED_RETURNS}")
+    if not any(len(p) for p, _ in paths.values()):
+        notes.append("mispricing, rad, rd: no tick after burn-in")
     per: dict[str, list] = {k: [] for k in ("vol", "kurt", "mis", "rad", "rd")}
     for p, v in paths.values():
         r = log_returns(p)
@@ -294,13 +338,25 @@ def market_outcomes(run: RunFiles, th: Thresholds) -> dict[str, Any]:
         **episode_outcomes(run, th),
         "ret_corr": None, "spillover_dy": None,
     }
-    if len(paths) == 2:
+    if out["excess_kurtosis"] is None and n_ret >= MIN_RETURNS["excess_kurtosis"]:
+        notes.append("excess_kurtosis: the price never moves after burn-in")
+    if len(paths) == 2 and n_ret >= MIN_PAIRED_RETURNS:
         (p0, _), (p1, _) = paths.values()
         m = min(len(p0), len(p1))
-        rets = np.column_stack([log_returns(p0[-m:]), log_returns(p1[-m:])])
-        if len(rets) > 2 and rets.std(axis=0).min() > 0:
+        rets = np.column_stack([log_returns(p0[len(p0) - m:]), log_returns(p1[len(p1) - m:])])
+        need = var_min_obs(2, th.var_order)
+        if rets.std(axis=0).min() == 0:
+            notes.append("ret_corr, spillover_dy: an asset's price never moves after burn-in")
+        elif len(rets) < need:
+            out["ret_corr"] = float(np.corrcoef(rets.T)[0, 1])
+            notes.append(f"spillover_dy: {len(rets)} returns after burn-in are too few for a "
+                         f"VAR({th.var_order}) (needs {need})")
+        else:
             out["ret_corr"] = float(np.corrcoef(rets.T)[0, 1])
             out["spillover_dy"] = spillover_dy(rets, th.var_order, th.horizon)
+            if not np.isfinite(out["spillover_dy"]):
+                out["spillover_dy"] = None
+                notes.append("spillover_dy: singular residual covariance")
     return out
 
 
@@ -335,6 +391,7 @@ def llm_outcomes(run: RunFiles) -> dict[str, Any]:
         "llm_tokens_in": 0, "llm_tokens_out": 0, "llm_tokens_reasoning": 0, "llm_usd": 0.0,
         "llm_usd_spent": float(usage.get("usd_spent") or 0.0),
         "llm_budget_halts": 0, "llm_budget_halt_events": len(usage.get("budget_halt_events") or []),
+        "llm_decision_cap_holds": 0,
     }
     if n_dec:
         err = dec["error_class"].fill_null("")
@@ -346,6 +403,7 @@ def llm_outcomes(run: RunFiles) -> dict[str, Any]:
             "llm_failure_rate": float(failed.mean()),
             "llm_cached_hits": float(usage.get("cached_hits") or 0.0) if sent.any() else None,
             "llm_budget_halts": int((err == "budget_halt").sum()),
+            "llm_decision_cap_holds": int((err == "decision_cap").sum()),
             "llm_tokens_in": int(dec["tokens_in"].sum()),
             "llm_tokens_out": int(dec["tokens_out"].sum()),
             "llm_tokens_reasoning": int(dec["tokens_reasoning"].sum()),
@@ -354,11 +412,65 @@ def llm_outcomes(run: RunFiles) -> dict[str, Any]:
     return out
 
 
+# Manifest counts of the activity table: outcome key -> manifest key (null if absent).
+MANIFEST_COUNTS = {"margin_calls": "margin_calls", "forced_sale_volume": "forced_sale_volume",
+                   "llm_channel_sent": "channel_sent", "llm_channel_read": "channel_read",
+                   "llm_memory_lines": "memory_lines"}
+
+
+def activity_outcomes(run: RunFiles) -> dict[str, Any]:
+    """Rejects by reason and the manifest's mechanism counts (see module docstring)."""
+    reasons = run.orders.filter(pl.col("status") == "rejected")["reason"].to_list()
+    out: dict[str, Any] = {f"rejects_{r}": reasons.count(r) for r in REJECT_REASONS}
+    for key, field_ in MANIFEST_COUNTS.items():
+        value = run.manifest.get(field_)
+        out[key] = None if value is None else int(value)
+    return out
+
+
+def _cfg(config: dict[str, Any], path: str) -> Any:
+    for part in path.split("."):
+        config = config.get(part) if isinstance(config, dict) else None
+    return config
+
+
+def _leveraged(c: dict[str, Any]) -> bool:
+    slots = _cfg(c, "population.slot_types") or {}
+    return (_cfg(c, "population.mix.leveraged") or 0) > 0 or "leveraged" in slots.values()
+
+
+# Mechanism -> (is it switched on, given the config and whether the run has LLM traders;
+# the outcome that is positive when it acted).
+MECHANISMS = {
+    "breaker": (lambda c, llm: _cfg(c, "exchange.halt_threshold") is not None, "n_halts"),
+    "position_limit": (lambda c, llm: _cfg(c, "exchange.position_limit") is not None,
+                       "rejects_position_limit"),
+    "leverage": (lambda c, llm: _leveraged(c), "margin_calls"),
+    "call_auction": (lambda c, llm: _cfg(c, "exchange.mechanism") == "call_auction", "volume"),
+    "memory": (lambda c, llm: llm and (_cfg(c, "population.llm.memory") or 0) > 0,
+               "llm_memory_lines"),
+    "channel": (lambda c, llm: llm and bool(_cfg(c, "population.llm.channel")),
+                "llm_channel_read"),
+    "decision_cap": (lambda c, llm: llm and _cfg(c, "population.llm.decision_cap") is not None,
+                     "llm_decision_cap_holds"),
+}
+
+
+def mechanisms(config: dict[str, Any], out: dict[str, Any]) -> dict[str, str]:
+    """The mechanisms switched on and those among them that never acted (comma-separated)."""
+    on = [m for m, (switched, _) in MECHANISMS.items()
+          if switched(config, out.get("n_llm_agents", 0) > 0)]
+    idle = [m for m in on if not (out.get(MECHANISMS[m][1]) or 0) > 0]
+    return {"mechanisms": ",".join(on), "mechanisms_idle": ",".join(idle)}
+
+
 def score(run: RunFiles, th: Thresholds | None = None) -> dict[str, Any]:
     """Every outcome of one run (definitions in the module docstring)."""
     th = th or Thresholds()
     shocks = run.manifest.get("shocks")
     if shocks is None:
         shocks = run.config.get("shocks") or []
-    return {**market_outcomes(run, th), **shocks_outcomes(run.ticks, shocks),
-            **exchange_outcomes(run), **llm_outcomes(run)}
+    notes: list[str] = []
+    out = {**market_outcomes(run, th, notes), **shocks_outcomes(run.ticks, shocks, notes),
+           **exchange_outcomes(run), **llm_outcomes(run), **activity_outcomes(run)}
+    return {**out, **mechanisms(run.config, out), "notes": "; ".join(notes)}

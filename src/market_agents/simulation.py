@@ -76,6 +76,8 @@ def build_traders(config: Config, streams: streams_mod.Streams, population: Popu
         else:
             cash, shares = pop.initial_cash, pop.initial_shares
             if kind == "leveraged":
+                if not is_llm:  # an LLM trader in this slot opens an ordinary account
+                    cash, shares = pop.leveraged_cash, 0
                 trader = LeveragedTrader(slot, rng, config.exchange.max_leverage)
             else:
                 trader = CLASSICAL[kind](slot, rng)
@@ -234,11 +236,13 @@ class Run:
             "final_conservation_ok": ex.conservation_ok(),
             "halts": ex.halts,
             "n_rejects": sum(1 for row in ex.order_rows if row[8] == "rejected"),
-            "margin_calls": self.margin.calls,
+            "margin_calls": len(self.margin.events),
+            "margin_call_events": [list(e) for e in self.margin.events],
+            "forced_sale_volume": ex.forced_volume,
             "n_llm_agents": len(self.population.llm_slots),
         }
         if self.pool:
-            summary.update(self.pool.manifest())
+            summary.update(self.pool.manifest(), **self.pool.activity)
             self.pool.close()
         tables["summary"] = summary
         return tables

@@ -105,6 +105,23 @@ def test_memory_and_channel_reach_the_prompt():
     p.close()
 
 
+def test_memory_and_channel_activity_is_counted():
+    p = LLMTraderPool(cfg(memory=2, channel=True), Streams(1), list(range(10)), None)
+    p.decide(60, {s: view(s) for s in range(10)})
+    first = dict(p.activity)
+    assert first["memory_lines"] == 0 and first["channel_read"] == 0  # nothing yet to show
+    assert first["channel_sent"] == len(p.messages) > 0
+    shown = sum(len([q for q in p.cohort[s] if q in p.messages]) for s in range(10))
+    p.decide(80, {s: view(s, tick=80) for s in range(10)})
+    assert p.activity["memory_lines"] == 10  # one past decision shown to each
+    assert p.activity["channel_read"] == shown > 0
+    quiet = LLMTraderPool(cfg(), Streams(1), list(range(10)), None)
+    quiet.decide(60, {s: view(s) for s in range(10)})
+    assert quiet.activity == {"channel_sent": 0, "channel_read": 0, "memory_lines": 0}
+    for pool in (p, quiet):
+        pool.close()
+
+
 def test_decision_cap_and_budget_halt_mean_hold():
     p = LLMTraderPool(cfg(decision_cap=1), Streams(1), [1, 2], None)
     p.decide(60, {1: view(1), 2: view(2)})

@@ -180,16 +180,49 @@ class NoiseTrader(Trader):
         return out
 
 
-class LeveragedTrader(TrendFollower):
-    """A trend follower that borrows: larger positions, short sales, and forced liquidation by
-    the exchange's margin rule when equity falls below the maintenance margin."""
+class LeveragedTrader(Trader):
+    """A leveraged trend follower (the leveraged funds of Thurner, Farmer & Geanakoplos 2012,
+    trading on a trend signal): on a strong trend signal it targets a position worth ``use`` x
+    its maximum leverage x its equity on the side of the trend, financed by margin (borrowed
+    cash when long, shares sold short when short), and holds it until an opposite strong
+    signal reverses it. Gains are not pyramided: the position never exceeds the one its
+    starting equity allowed. Losses raise its leverage, so a fast adverse move (news, the
+    scheduled shock, another trader's forced sale) can push its equity below the maintenance
+    margin, where the exchange's margin rule liquidates it."""
 
     kind = "leveraged"
+    USE = (0.8, 1.0)  # share of the maximum leverage it targets
+    THRESHOLD = (0.002, 0.006)  # |log move| over the look-back that counts as a strong signal
 
     def __init__(self, slot: int, rng: np.random.Generator, leverage: float):
         super().__init__(slot, rng)
         self.leverage = leverage
-        self.qty *= 3
+        self.lookback = int(rng.integers(5, 20))
+        self.threshold = rng.uniform(*self.THRESHOLD)
+        self.use = rng.uniform(*self.USE)
+        self.slippage = rng.uniform(0.002, 0.006)
+        self.max_shares: int | None = None  # set at the first decision from starting equity
+
+    def decide(self, view: MarketView) -> list[Order | Cancel]:
+        out = withdraw(view)
+        exposure = self.use * self.leverage * max(view.wealth, 0.0) / len(view.assets)
+        if self.max_shares is None:
+            self.max_shares = int(exposure / ref_price(view.assets[0]))
+        for a in view.assets:
+            p = a.recent_prices
+            if a.halted or len(p) <= self.lookback:
+                continue
+            move = math.log(p[-1] / p[-1 - self.lookback])
+            if abs(move) < self.threshold:
+                continue  # no strong signal: hold the position
+            side = BUY if move > 0 else SELL
+            price = ref_price(a) * (1 + side * self.slippage)
+            target = side * min(self.max_shares, int(exposure / price))
+            if target != a.shares:
+                qty = target - a.shares
+                out.append(Order(BUY if qty > 0 else SELL, abs(qty), round(price, 2), a.asset,
+                                 ttl=1))
+        return out
 
 
 class StatArb(Trader):

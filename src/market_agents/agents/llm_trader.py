@@ -99,6 +99,9 @@ class LLMTraderPool:
         self.history: dict[int, list[dict[str, Any]]] = {s: [] for s in self.slots}
         self.messages: dict[int, tuple[int, str]] = {}  # slot -> (tick, last message)
         self.rows: list[dict[str, Any]] = []
+        # Mechanism activity: messages posted to and shown from the cohort channel, and past
+        # decisions shown as memory (manifest; outcomes' activity table).
+        self.activity = {"channel_sent": 0, "channel_read": 0, "memory_lines": 0}
 
     # --- per tick -------------------------------------------------------------------------
 
@@ -110,10 +113,12 @@ class LLMTraderPool:
             self._settle_fills(slot, view)
             memory = [{k: h[k] for k in ("tick", "action", "qty", "price", "filled")}
                       for h in self.history[slot][-self.llm.memory:]]
+            self.activity["memory_lines"] += len(memory)
         channel = None
         if self.llm.channel:
             channel = [{"peer": p, "tick": self.messages[p][0], "message": self.messages[p][1]}
                        for p in self.cohort.get(slot, []) if p in self.messages]
+            self.activity["channel_read"] += len(channel)
         messages = prompting.build_messages(view_snapshot(view), self.llm.prompt_set,
                                             a["persona"], memory, channel)
         settings = self.llm.settings(a["route"])
@@ -148,6 +153,7 @@ class LLMTraderPool:
             d = res.parsed
             if res.valid and d is not None and d.message.strip():
                 self.messages[slot] = (tick, d.message.strip())
+                self.activity["channel_sent"] += self.llm.channel
         return out
 
     def _apply(self, tick: int, slot: int, view: MarketView, req: LLMRequest,

@@ -7,6 +7,10 @@ import json
 
 from market_agents.errors import ConfigError
 
+# Beyond these no spillover is estimable or worth the time (the FEVD loops over the horizon);
+# an order the run is too short for gives a null spillover with a note instead.
+MAX_VAR_ORDER, MAX_HORIZON = 100, 1000
+
 
 def parse_episode(value: str, flag: str) -> tuple[float, int]:
     """``0.05:10`` -> (0.05, 10): a relative threshold and a tick count."""
@@ -26,8 +30,11 @@ def add_threshold_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--crash", default="0.10:20", metavar="DROP:TICKS",
                    help="crash: price >= DROP below its max of the last TICKS ticks "
                    "(default 0.10:20)")
-    p.add_argument("--var-order", type=int, default=1, help="VAR order p of the DY spillover")
-    p.add_argument("--horizon", type=int, default=10, help="FEVD horizon H of the DY spillover")
+    p.add_argument("--var-order", type=int, default=1,
+                   help="VAR order p of the DY spillover, 1..100 (null, with a note, when the "
+                   "run is too short for it)")
+    p.add_argument("--horizon", type=int, default=10,
+                   help="FEVD horizon H of the DY spillover, 1..1000")
 
 
 def thresholds(args: argparse.Namespace):
@@ -35,8 +42,10 @@ def thresholds(args: argparse.Namespace):
 
     gap, bticks = parse_episode(args.bubble, "--bubble")
     drop, cticks = parse_episode(args.crash, "--crash")
-    if args.var_order < 1 or args.horizon < 1:
-        raise ConfigError("--var-order and --horizon must be >= 1")
+    if not 1 <= args.var_order <= MAX_VAR_ORDER:
+        raise ConfigError(f"--var-order {args.var_order}: must be in 1..{MAX_VAR_ORDER}")
+    if not 1 <= args.horizon <= MAX_HORIZON:
+        raise ConfigError(f"--horizon {args.horizon}: must be in 1..{MAX_HORIZON}")
     return Thresholds(gap, bticks, drop, cticks, args.var_order, args.horizon)
 
 

@@ -10,10 +10,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "plot",
         help="draw a run's price path, or one outcome across a design's cells",
-        description="PATH is a run directory: draw mid price, V and V^pub with shocks and halts "
-        "marked, and volume (default OUT: PATH/price.png). PATH is an outcomes.parquet: draw "
-        "--outcome for every cell, seeds as dots and means as bars (default OUT: "
-        "<outcome>.png beside it). Reads saved files only.",
+        description="PATH is a run directory: draw mid price, V and V^pub with shocks, halts "
+        "and margin calls marked, and volume (default OUT: PATH/price.png). PATH is an "
+        "outcomes.parquet: draw --outcome for every cell, seeds as dots and means as bars "
+        "(default OUT: <outcome>.png beside it). Reads saved files only.",
     )
     p.add_argument("path", help="a run directory or a design's outcomes.parquet")
     p.add_argument("--outcome", default="volatility", help="column to draw for a design")

@@ -1,4 +1,5 @@
-"""``ma summary``: one line per cell of a design's outcomes table (means over seeds)."""
+"""``ma summary``: one line per cell of a design's outcomes table (means over seeds), then the
+mechanism-activity table, with every cell whose switched-on mechanism acted in no seed flagged."""
 
 from __future__ import annotations
 
@@ -19,23 +20,70 @@ COLUMNS = {
     "n_bubbles": ("bubbles", "{:.2f}"),
     "n_crashes": ("crashes", "{:.2f}"),
     "shock_half_ticks": ("shock½", "{:.1f}"),
-    "n_halts": ("halts", "{:.2f}"),
     "reject_ratio": ("rejects", "{:.4f}"),
     "spillover_dy": ("DY %", "{:.1f}"),
     "llm_usd": ("USD", "{:.4f}"),
+}
+# The mechanism-activity table (definitions: market_agents.outcomes), mean per run.
+ACTIVITY = {
+    "n_halts": ("halts", "{:.2f}"),
+    "halted_ticks": ("halted", "{:.1f}"),
+    "rejects_halted": ("rej:halt", "{:.1f}"),
+    "rejects_position_limit": ("rej:limit", "{:.1f}"),
+    "rejects_insufficient_funds": ("rej:funds", "{:.1f}"),
+    "rejects_invalid": ("rej:inval", "{:.1f}"),
+    "margin_calls": ("margin", "{:.2f}"),
+    "forced_sale_volume": ("forced", "{:.1f}"),
+    "llm_channel_sent": ("ch.sent", "{:.1f}"),
+    "llm_channel_read": ("ch.read", "{:.1f}"),
+    "llm_memory_lines": ("memory", "{:.1f}"),
+    "llm_decision_cap_holds": ("cap.hold", "{:.1f}"),
+    "llm_budget_halts": ("usd.halt", "{:.1f}"),
 }
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "summary",
-        help="print a design's outcomes, one line per cell",
+        help="print a design's outcomes and mechanism activity, one line per cell",
         description="Read OUTCOMES (a design's outcomes.parquet, written by `ma gather` or the "
-        "workflow) and print the mean of the main outcomes over each cell's seeds. Blank: the "
-        "outcome is undefined in that cell (e.g. spillover with one asset).",
+        "workflow) and print the mean of the main outcomes over each cell's seeds, then the "
+        "mechanism-activity table (halts, rejects by reason, margin calls and forced-sale "
+        "volume, channel messages, memory lines, decision-cap and budget halts; mean per run) "
+        "with, for each mechanism the cell switches on, the seeds in which it acted. A cell "
+        "whose mechanism acted in no seed is flagged. Blank: undefined in that cell (e.g. "
+        "spillover with one asset, channel counts without LLM traders).",
     )
     p.add_argument("outcomes", help="e.g. results/runs/exploratory/outcomes.parquet")
+    p.add_argument("--runs", action="store_true",
+                   help="also print the activity table for every run (cell x seed)")
     p.set_defaults(func=main)
+
+
+def _table(frame, key: str, columns: dict[str, tuple[str, str]], extra: str | None = None):
+    """Print ``frame`` (one row per ``key`` value) with the formatted ``columns``."""
+    shown = [c for c in columns if c in frame.columns]
+    width = max(len(str(k)) for k in frame[key]) + 2
+    head = "".join(f"{columns[c][0]:>10}" for c in shown)
+    print(f"{key:<{width}}{head}" + (f"  {extra}" if extra else ""))
+    for row in frame.iter_rows(named=True):
+        vals = "".join(f"{'' if row[c] is None else columns[c][1].format(row[c]):>10}"
+                       for c in shown)
+        print(f"{row[key]!s:<{width}}{vals}" + (f"  {row[extra]}" if extra else ""))
+
+
+def fired(table) -> dict[str, dict[str, tuple[int, int]]]:
+    """Per cell and switched-on mechanism: (seeds where it acted, seeds where it was on)."""
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    if "mechanisms" not in table.columns:
+        return out
+    for row in table.iter_rows(named=True):
+        idle = set((row.get("mechanisms_idle") or "").split(","))
+        cell = out.setdefault(row["cell"], {})
+        for m in filter(None, (row["mechanisms"] or "").split(",")):
+            acted, on = cell.get(m, (0, 0))
+            cell[m] = (acted + (m not in idle), on + 1)
+    return out
 
 
 def main(args: argparse.Namespace) -> int:
@@ -48,11 +96,26 @@ def main(args: argparse.Namespace) -> int:
     present = [c for c in COLUMNS if c in table.columns]
     cells = (table.group_by("cell", maintain_order=True)
              .agg(pl.len().alias("n"), *[pl.col(c).mean() for c in present]))
-    shown = ["n", *present]
-    width = max(len(c) for c in cells["cell"]) + 2
-    print(f"{'cell':<{width}}" + "".join(f"{COLUMNS[c][0]:>10}" for c in shown))
-    for row in cells.iter_rows(named=True):
-        vals = "".join(f"{'' if row[c] is None else COLUMNS[c][1].format(row[c]):>10}"
-                       for c in shown)
-        print(f"{row['cell']:<{width}}{vals}")
+    _table(cells, "cell", COLUMNS)
+    activity = [c for c in ACTIVITY if c in table.columns]
+    if not activity:
+        return 0
+    acted = fired(table)
+    label = {cell: ", ".join(f"{m} {a}/{n}" for m, (a, n) in mechs.items()) or "-"
+             for cell, mechs in acted.items()}
+    per_cell = (table.group_by("cell", maintain_order=True)
+                .agg(*[pl.col(c).mean() for c in activity])
+                .with_columns(pl.col("cell").replace_strict(label, default="-").alias("fired")))
+    print("\nmechanism activity (mean per run; fired: seeds where each mechanism the cell "
+          "switches on acted / seeds)")
+    _table(per_cell, "cell", ACTIVITY, "fired")
+    if args.runs:
+        print("\nmechanism activity per run")
+        runs = table.select("cell", "seed", *activity).with_columns(
+            pl.format("{}/{}", "cell", "seed").alias("run"))
+        _table(runs, "run", ACTIVITY)
+    for cell, mechs in acted.items():
+        for m, (a, n) in mechs.items():
+            if a == 0:
+                print(f"FLAG {cell}: {m} is switched on but acted in none of its {n} seed(s)")
     return 0

@@ -48,6 +48,9 @@ class Exchange:
         self.hooks: list = []
         self.tick_volume = [0] * n_assets
         self.tick_trades = [0] * n_assets
+        # Orders the margin rule sent (logged as kind "margin_call") and the shares they traded.
+        self.forced_ids: set[int] = set()
+        self.forced_volume = 0
         # Logs are lists of row tuples (cheap to append); see ORDER_COLUMNS, TRADE_COLUMNS.
         self.order_rows: list[tuple] = []
         self.trade_rows: list[tuple] = []
@@ -125,7 +128,9 @@ class Exchange:
             hook.on_after_tick(self)
 
     # --- orders -------------------------------------------------------------------------------
-    def submit(self, slot: int, action: Order | Cancel) -> None:
+    def submit(self, slot: int, action: Order | Cancel, forced: bool = False) -> None:
+        """Check, log and execute one action of ``slot``. ``forced``: a liquidation order of
+        the margin rule, logged as kind ``margin_call`` and counted in ``forced_volume``."""
         acct = self.accounts[slot]
         if isinstance(action, Cancel):
             self._log(acct, -1 if action.asset is None else action.asset, 0, "cancel", 0, 0, None,
@@ -137,7 +142,7 @@ class Exchange:
                 if action.asset is None or action.asset == asset:
                     self._drop(slot, order, asset)
             return
-        kind = "market" if action.price is None else "limit"
+        kind = "margin_call" if forced else "market" if action.price is None else "limit"
         if kind == "market" and self.cfg.mechanism == "call_auction" and (
                 0 <= action.asset < self.n_assets and action.side in (1, -1)):
             # A market order joins the next auction as a limit 10 % through the last price,
@@ -157,6 +162,8 @@ class Exchange:
         self.next_id += 1
         self._log(acct, asset, oid, kind, side, qty, price, reason)
         if reason is None:
+            if forced:
+                self.forced_ids.add(oid)
             self._execute(acct, action, oid, limit)
 
     def _check(self, acct: Account, o: Order, limit: int | None) -> str | None:
@@ -205,7 +212,7 @@ class Exchange:
                     qty = min(qty, (acct.cash - acct.committed_cash) // price)
                 if qty > 0:
                     self._settle(o.asset, acct, self.accounts[resting.owner], resting, o.side,
-                                 qty, price)
+                                 qty, price, oid)
                 return qty
 
             left = book.match(o.side, o.qty, limit, acct.slot, fill,
@@ -240,8 +247,9 @@ class Exchange:
         del acct.order_asset[order.id]
 
     def _settle(self, asset: int, taker: Account, maker: Account, resting: Resting,
-                taker_side: int, qty: int, price: int) -> None:
-        """Move cash and shares for one fill; ``resting`` is the maker's order."""
+                taker_side: int, qty: int, price: int, taker_id: int) -> None:
+        """Move cash and shares for one fill; ``resting`` is the maker's order, ``taker_id``
+        the id of the order that met it."""
         self._commit(maker, asset, resting, -1, qty)
         if resting.qty == qty:
             del maker.open_orders[resting.id]
@@ -254,6 +262,8 @@ class Exchange:
         self.last[asset] = price
         self.tick_volume[asset] += qty
         self.tick_trades[asset] += 1
+        if self.forced_ids and (resting.id in self.forced_ids or taker_id in self.forced_ids):
+            self.forced_volume += qty
         self.trade_rows.append((self.tick, asset, self.to_price(price), qty, buyer.slot,
                                 seller.slot, taker_side, buyer.is_llm, seller.is_llm))
 
@@ -272,7 +282,7 @@ class Exchange:
             buyer = self.accounts[b.owner]
             # The buyer committed cash at its limit; release that, then pay the clearing price.
             self._commit(buyer, asset, b, -1, q)
-            self._settle(asset, buyer, self.accounts[s.owner], s, BUY, q, price)
+            self._settle(asset, buyer, self.accounts[s.owner], s, BUY, q, price, b.id)
             for o in (b, s):
                 o.qty -= q
                 if o.qty == 0:

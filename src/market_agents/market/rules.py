@@ -29,25 +29,44 @@ class CircuitBreaker:
 
 class MarginCall:
     """Liquidate a leveraged account whose equity falls below ``maintenance_margin`` of its
-    gross position value: cancel its orders and close every position at a marketable price."""
+    gross position value (both marked at the mid): cancel its orders and close every position
+    with a marketable limit 2 % through the mid, again each tick until the account is flat or
+    back above maintenance. Under a call auction the order waits for the next auction.
+
+    ``events`` holds one ``(tick, slot)`` per margin call: an account counts again only after
+    it has left the call (flat or above maintenance)."""
+
+    SLIPPAGE = 0.02
 
     def __init__(self, cfg: ExchangeConfig):
         self.cfg = cfg
-        self.calls = 0
+        self.events: list[tuple[int, int]] = []
+        self.called: set[int] = set()  # slots under liquidation
 
     def on_after_tick(self, ex: Exchange) -> None:
         if ex.halted:
             return
         for acct in ex.accounts.values():
-            if acct.leverage <= 1.0 or not any(acct.shares):
+            if acct.leverage <= 1.0:
                 continue
             gross = sum(abs(s) * ex.mid_ticks(i) for i, s in enumerate(acct.shares))
-            if ex.equity(acct) >= self.cfg.maintenance_margin * gross:
+            if not gross or ex.equity(acct) >= self.cfg.maintenance_margin * gross:
+                self.called.discard(acct.slot)
                 continue
-            self.calls += 1
+            if acct.slot not in self.called:
+                self.called.add(acct.slot)
+                self.events.append((ex.tick, acct.slot))
             ex.submit(acct.slot, Cancel())
             for asset, held in enumerate(acct.shares):
                 if held:
                     side = SELL if held > 0 else BUY
-                    price = ex.mid[asset] * (1 + 0.02 * side)
-                    ex.submit(acct.slot, Order(side, abs(held), round(price, 2), asset, ttl=1))
+                    price = round(ex.mid[asset] * (1 + self.SLIPPAGE * side), 2)
+                    order = Order(side, abs(held), price, asset, ttl=self._ttl(ex.tick))
+                    ex.submit(acct.slot, order, forced=True)
+
+    def _ttl(self, tick: int) -> int:
+        """Ticks a forced order lives: this tick (book) or until the next auction clears."""
+        if self.cfg.mechanism != "call_auction":
+            return 1
+        interval = self.cfg.auction_interval
+        return interval - tick % interval + 1
