@@ -4,7 +4,7 @@
 #   snakemake --cores 8 tier_T1          live tier (budget gate, freeze check, api=1)
 # Targets and files: README "Workflow"; rules live in rules/*.smk and call `ma`.
 
-from market_agents.workflow_config import validate_workflow_config
+from market_agents.pipeline.workflow_config import validate_workflow_config
 
 
 configfile: "config/workflow.yaml"
@@ -25,7 +25,7 @@ wildcard_constraints:
 include: "rules/common.smk"
 include: "rules/simulate.smk"
 include: "rules/outcomes.smk"
-include: "rules/budget.smk"
+include: "rules/gate.smk"
 include: "rules/pilot.smk"
 include: "rules/freeze.smk"
 include: "rules/sensitivity.smk"

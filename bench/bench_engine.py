@@ -35,7 +35,7 @@ def timed(cmd: list[str], repeats: int) -> list[float]:
 
 def in_process(repeats: int) -> tuple[list[float], int]:
     from market_agents.config import load_config
-    from market_agents.simulation import simulate
+    from market_agents.sim.simulation import simulate
 
     config = load_config(ROOT / "config" / "baseline.yaml")
     simulate(config, 1, progress=False)  # warm-up

@@ -7,7 +7,7 @@ same cell with the same cell on the mock provider (no cache): both make zero net
 
     .venv/bin/python bench/bench_llm.py [--latency 0.2] [--ticks 600] [--seed 1]
 
-The fake server runs as a separate process (python -m market_agents.llm.fakeserver).
+The fake server runs as a separate process (python -m market_agents.testing.fakeserver).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from market_agents.config import Config
-from market_agents.runner import run_to_dir
+from market_agents.sim.runner import run_to_dir
 
 
 def cell(ticks: int, llm: dict) -> Config:
@@ -45,7 +45,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     server = subprocess.Popen(
-        [sys.executable, "-m", "market_agents.llm.fakeserver", "--port", "0",
+        [sys.executable, "-m", "market_agents.testing.fakeserver", "--port", "0",
          "--latency", str(args.latency)], stdout=subprocess.PIPE, text=True)
     try:
         url = server.stdout.readline().split()[-1]

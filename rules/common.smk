@@ -6,10 +6,10 @@ import os
 import sys
 from pathlib import Path
 
-from market_agents.budget import plan_design
-from market_agents.design import load_design, run_dir, cache_path, design_dir
+from market_agents.protocol.planning import plan_design
+from market_agents.protocol.design import load_design, run_dir, cache_path, design_dir
 from market_agents.errors import ConfigError
-from market_agents.gate import check_keys
+from market_agents.protocol.gate import check_keys
 
 # Rules call `ma` from the environment snakemake runs in, activated or not.
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"

@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from market_agents.contract import evaluate, load_run_spec, run_dir
 from market_agents.errors import MarketAgentsError
+from market_agents.pipeline.contract import evaluate, load_run_spec, run_dir
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,13 +1,13 @@
 """Contract entry point: ``python -m src.main --run-id RUN_ID --mode MODE`` runs the run's
 Snakemake target and writes its raw evaluation inputs to results/contract/<run_id>/<mode>/
-eval_inputs/. All logic lives in ``market_agents.contract``."""
+eval_inputs/. All logic lives in ``market_agents.pipeline.contract``."""
 
 import argparse
 import sys
 from pathlib import Path
 
-from market_agents.contract import execute, load_run_spec
 from market_agents.errors import MarketAgentsError
+from market_agents.pipeline.contract import execute, load_run_spec
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from tests.support import ROOT
 
 # CI explores the same examples on every run (a red CI is then reproducible, never luck);
 # locally, hypothesis keeps searching new ones.
@@ -14,7 +17,7 @@ settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-ROOT = Path(__file__).resolve().parents[1]
+
 BASELINE = ROOT / "config" / "baseline.yaml"
 
 
@@ -34,3 +37,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def baseline_path() -> Path:
     return BASELINE
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    """A scratch project directory for workflow and gate tests: the config tree only (results
+    go here, not in the repository)."""
+    shutil.copytree(ROOT / "config", tmp_path / "config")
+    return tmp_path

@@ -14,13 +14,13 @@ from market_agents.errors import ConfigError
 from market_agents.llm.budget import Budget
 from market_agents.llm.client import LLMClient
 from market_agents.llm.config import ProviderSettings
-from market_agents.llm.fakeserver import FakeAPI
 from market_agents.llm.pricing import load_prices
 from market_agents.llm.providers.mock import MockProvider
 from market_agents.market.types import BUY, AssetView, MarketView, Order
 from market_agents.rng import Streams
-from market_agents.runner import run_to_dir
-from market_agents.simulation import LLM_DECISIONS_SCHEMA
+from market_agents.sim.runner import run_to_dir
+from market_agents.sim.simulation import LLM_DECISIONS_SCHEMA
+from market_agents.testing.fakeserver import FakeAPI
 
 PARQUETS = ("ticks", "trades", "orders", "agents", "llm_decisions")
 

@@ -9,8 +9,7 @@ import pytest
 
 from market_agents.bazaar.play import play
 from market_agents.cli import main
-
-from .stub_server import StubServer, act
+from tests.support.bazaar import StubServer, act
 
 
 def _eval(server, out, usd_cap, seeds=3):

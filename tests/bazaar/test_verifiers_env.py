@@ -15,8 +15,7 @@ from market_agents.bazaar.verifiers_env import (  # noqa: E402
     assistant_messages,
     load_environment,
 )
-
-from .stub_server import StubServer, act  # noqa: E402
+from tests.support.bazaar import StubServer, act  # noqa: E402
 
 
 @pytest.fixture(scope="module")

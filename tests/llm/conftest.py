@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from market_agents.llm.fakeserver import FakeAPI
+from market_agents.testing.fakeserver import FakeAPI
 
 
 @pytest.fixture

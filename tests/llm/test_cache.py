@@ -72,8 +72,7 @@ def test_ma_cache_summarizes_and_flags_corrupt_entries(tmp_path, capsys):
     from market_agents.llm import schema
     from market_agents.llm.client import LLMClient
     from market_agents.llm.config import LLMConfig
-
-    from .helpers import decision_request
+    from tests.support.llm import decision_request
 
     path = tmp_path / "c.sqlite"
     c = LLMClient.from_settings(LLMConfig(), cache_path=path, env={})

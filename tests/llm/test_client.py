@@ -15,8 +15,7 @@ from market_agents.llm.pricing import load_prices
 from market_agents.llm.providers.base import Provider, ProviderError
 from market_agents.llm.providers.mock import MockProvider
 from market_agents.llm.types import LLMResponse, Usage
-
-from .helpers import decision_request
+from tests.support.llm import decision_request
 
 GOOD = json.dumps({"action": "buy", "asset": 0, "quantity": 2, "order_type": "market",
                    "limit_price": None, "message": "", "reason": "cheap"})

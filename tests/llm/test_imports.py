@@ -7,8 +7,8 @@ from pathlib import Path
 
 import market_agents.llm as llm_pkg
 
-FORBIDDEN = ("market_agents.market", "market_agents.agents", "market_agents.simulation",
-             "market_agents.runner")
+FORBIDDEN = ("market_agents.market", "market_agents.agents", "market_agents.sim.simulation",
+             "market_agents.sim.runner")
 
 
 def _imports(path: Path):

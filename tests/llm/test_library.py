@@ -7,8 +7,7 @@ from market_agents.llm.client import LLMClient
 from market_agents.llm.config import LLMConfig
 from market_agents.llm.library import FEATURES, DecisionLibrary, snapshot_features
 from market_agents.llm.types import LLMRequest
-
-from .helpers import decision_request, snapshot
+from tests.support.llm import decision_request, snapshot
 
 
 def _fill(path, n=60, model="gpt-5.4-nano"):

@@ -9,8 +9,7 @@ from market_agents.llm import schema
 from market_agents.llm.client import LLMClient
 from market_agents.llm.config import LLMConfig
 from market_agents.llm.providers.registry import KEY_ENV, load_env
-
-from .helpers import decision_request
+from tests.support.llm import decision_request
 
 MODELS = {"openai": "gpt-5.4-nano", "anthropic": "claude-haiku-5-5"}
 

@@ -8,8 +8,7 @@ from market_agents.llm import schema
 from market_agents.llm.config import ProviderSettings
 from market_agents.llm.providers import mock
 from market_agents.llm.types import LLMRequest, Message
-
-from .helpers import decision_request
+from tests.support.llm import decision_request
 
 N = 4000
 

@@ -3,8 +3,7 @@ import json
 import pytest
 
 from market_agents.llm import prompting
-
-from .helpers import snapshot
+from tests.support.llm import snapshot
 
 
 def test_same_state_same_bytes_and_rounding():

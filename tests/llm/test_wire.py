@@ -14,8 +14,7 @@ from market_agents.llm.client import LLMClient, ProviderAuthError
 from market_agents.llm.config import LLMConfig
 from market_agents.llm.providers.base import ProviderError
 from market_agents.llm.providers.registry import make_provider
-
-from .helpers import SECRET_ANTHROPIC, SECRET_OPENAI, decision_request, live_env
+from tests.support.llm import SECRET_ANTHROPIC, SECRET_OPENAI, decision_request, live_env
 
 ROUTES = {  # route -> (kind, model, path)
     "openai": ("openai", "gpt-5.4-nano", "/v1/responses"),
@@ -200,7 +199,8 @@ def test_missing_key_fails_before_any_call(fake_api):
 def test_fakeserver_runs_as_a_module(tmp_path):
     log = tmp_path / "log.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "market_agents.llm.fakeserver", "--port", "0", "--log", str(log)],
+        [sys.executable, "-m", "market_agents.testing.fakeserver", "--port", "0",
+         "--log", str(log)],
         stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()

@@ -22,9 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from market_agents.budget import plan_design, render, tier_totals
-    from market_agents.design import load_design
     from market_agents.errors import ConfigError
+    from market_agents.protocol.design import load_design
+    from market_agents.protocol.planning import plan_design, render, tier_totals
 
     if args.tokens_in < 0 or args.tokens_out < 0:
         raise ConfigError("--tokens-in and --tokens-out must be >= 0")

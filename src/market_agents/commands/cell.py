@@ -24,9 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from market_agents.design import load_design
-    from market_agents.design_steps import simulate
     from market_agents.errors import ConfigError
+    from market_agents.protocol.design import load_design
+    from market_agents.protocol.steps import simulate
 
     design = load_design(args.design)
     cell = design.cell(args.cell)

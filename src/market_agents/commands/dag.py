@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from market_agents.dagrender import mermaid, parse_dot, render_svg
 from market_agents.errors import ConfigError
+from market_agents.pipeline.dagrender import mermaid, parse_dot, render_svg
 
 
 def register(sub: argparse._SubParsersAction) -> None:

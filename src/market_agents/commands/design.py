@@ -32,9 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     import time
 
-    from market_agents.design import load_design
-    from market_agents.design_steps import run_design, write_gather
     from market_agents.errors import ConfigError
+    from market_agents.protocol.design import load_design
+    from market_agents.protocol.steps import run_design, write_gather
 
     if args.workers < 1 or (args.max_seeds is not None and args.max_seeds < 1):
         raise ConfigError("--workers and --max-seeds must be >= 1")

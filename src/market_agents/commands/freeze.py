@@ -37,8 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _create(args: argparse.Namespace) -> int:
     import yaml
 
-    from market_agents.design import load_design
-    from market_agents.freeze import FreezeError, build, default_thresholds, design_facts
+    from market_agents.protocol.design import load_design
+    from market_agents.protocol.freeze import FreezeError, build, default_thresholds, design_facts
 
     if args.out.exists():
         raise FreezeError(f"{args.out} exists: a freeze is written once. To re-freeze, record "
@@ -62,8 +62,8 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from market_agents.design import load_design
-    from market_agents.freeze import base_config_hash, load, verify
+    from market_agents.protocol.design import load_design
+    from market_agents.protocol.freeze import base_config_hash, load, verify
 
     verify(load(args.freeze), base_config_hash(load_design(args.design)), where=str(args.freeze))
     print(f"{args.freeze}: matches the code and {args.design}")

@@ -61,15 +61,15 @@ def _write(path: Path, data: dict) -> None:
 
 
 def _verify_freeze(path: Path, design_path: str) -> None:
-    from market_agents.design import load_design
-    from market_agents.freeze import base_config_hash, load, verify
+    from market_agents.protocol.design import load_design
+    from market_agents.protocol.freeze import base_config_hash, load, verify
 
     verify(load(path), base_config_hash(load_design(design_path)), where=str(path))
 
 
 def _approve(args: argparse.Namespace) -> int:
-    from market_agents.design import load_design
-    from market_agents.gate import Caps, approve, check_keys, design_runs, project_spent
+    from market_agents.protocol.design import load_design
+    from market_agents.protocol.gate import Caps, approve, check_keys, design_runs, project_spent
 
     design = load_design(args.design)
     where = f"{design.name}/{args.tier}"
@@ -106,7 +106,7 @@ def _approve(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from market_agents.gate import is_approved
+    from market_agents.protocol.gate import is_approved
 
     if not args.manifest.exists():
         raise ConfigError(f"{args.manifest} does not exist: run the budget gate first "
@@ -125,8 +125,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _reconcile(args: argparse.Namespace) -> int:
-    from market_agents.design import load_design
-    from market_agents.gate import reconcile_tier
+    from market_agents.protocol.design import load_design
+    from market_agents.protocol.gate import reconcile_tier
 
     record = reconcile_tier(load_design(args.design), args.tier, args.results)
     _write(args.out, record)

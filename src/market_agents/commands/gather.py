@@ -20,8 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from market_agents.design import load_design
-    from market_agents.design_steps import write_gather
+    from market_agents.protocol.design import load_design
+    from market_agents.protocol.steps import write_gather
 
     out = write_gather(load_design(args.design), args.mock, args.results, args.allow_missing)
     print(f"wrote {out}")

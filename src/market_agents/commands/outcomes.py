@@ -38,7 +38,7 @@ def add_threshold_args(p: argparse.ArgumentParser) -> None:
 
 
 def thresholds(args: argparse.Namespace):
-    from market_agents.outcomes import Thresholds
+    from market_agents.analysis.outcomes import Thresholds
 
     gap, bticks = parse_episode(args.bubble, "--bubble")
     drop, cticks = parse_episode(args.crash, "--crash")
@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "outcomes", help="score a saved run into outcomes.json",
         description="Read only RUN_DIR's parquet files, manifest and config, compute every "
-        "outcome (definitions: market_agents.outcomes) and write RUN_DIR/outcomes.json "
+        "outcome (definitions: market_agents.analysis.outcomes) and write RUN_DIR/outcomes.json "
         "atomically.")
     p.add_argument("run_dir",
                    help="a run directory, e.g. results/runs/exploratory/share_25/seed0001")
@@ -63,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from market_agents.rundir import write_outcomes
+    from market_agents.sim.rundir import write_outcomes
 
     out = write_outcomes(args.run_dir, thresholds(args))
     if args.show:

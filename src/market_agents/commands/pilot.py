@@ -29,8 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from market_agents.design import design_dir, load_design, run_dir
-    from market_agents.pilot import summarize
+    from market_agents.protocol.design import design_dir, load_design, run_dir
+    from market_agents.protocol.pilot import summarize
 
     design = load_design(args.design)
     path = args.outcomes or design_dir(design.name) / "outcomes.parquet"

@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from market_agents.figures import design_figure, run_figure
+    from market_agents.analysis.figures import design_figure, run_figure
 
     path = Path(args.path)
     if path.is_dir():

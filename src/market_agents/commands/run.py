@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from market_agents.config import check_seed
-    from market_agents.runner import prepare_out, run_to_dir
+    from market_agents.sim.runner import prepare_out, run_to_dir
 
     config = load_config(args.config, args.sets)
     check_seed(args.seed)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from market_agents.workflow_config import SCHEMA_DIR, write_schemas
+from market_agents.pipeline.workflow_config import SCHEMA_DIR, write_schemas
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -38,9 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from market_agents.design import load_design
-    from market_agents.design_steps import sensitivity_grid, write_sensitivity
-    from market_agents.outcomes import Thresholds
+    from market_agents.analysis.outcomes import Thresholds
+    from market_agents.protocol.design import load_design
+    from market_agents.protocol.steps import sensitivity_grid, write_sensitivity
 
     _, bticks = parse_episode(args.bubble, "--bubble")
     _, cticks = parse_episode(args.crash, "--crash")

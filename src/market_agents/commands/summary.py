@@ -24,7 +24,7 @@ COLUMNS = {
     "spillover_dy": ("DY %", "{:.1f}"),
     "llm_usd": ("USD", "{:.4f}"),
 }
-# The mechanism-activity table (definitions: market_agents.outcomes), mean per run.
+# The mechanism-activity table (definitions: market_agents.analysis.outcomes), mean per run.
 ACTIVITY = {
     "n_halts": ("halts", "{:.2f}"),
     "halted_ticks": ("halted", "{:.1f}"),

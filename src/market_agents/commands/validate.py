@@ -29,8 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _facts(args: tuple[str, list[str], int]) -> dict[str, float]:
-    from market_agents.simulation import simulate
-    from market_agents.stylized import facts
+    from market_agents.analysis.stylized import facts
+    from market_agents.sim.simulation import simulate
 
     path, sets, seed = args
     config = load_config(path, sets)
@@ -41,8 +41,8 @@ def _facts(args: tuple[str, list[str], int]) -> dict[str, float]:
 
 
 def main(args: argparse.Namespace) -> int:
+    from market_agents.analysis.stylized import TARGETS, verdict
     from market_agents.errors import ConfigError
-    from market_agents.stylized import TARGETS, verdict
 
     if args.seeds < 1:
         raise ConfigError(f"--seeds {args.seeds}: must be at least 1")

@@ -1,0 +1,280 @@
+"""Designs as data: a base config, design-level overrides, cells (overrides + seeds), tiers and
+budgets, loaded from ``config/designs/<name>.yaml`` and validated in full before anything runs.
+
+``run_dir`` is the one place that maps a run to its directory; a ``--mock`` rehearsal (every live
+route served by the mock with the same model ids) lives under ``results/rehearsal/`` so it can
+never be mistaken for, or overwrite, a live result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from market_agents.config import Config, apply_overrides, read_yaml, validate
+from market_agents.errors import ConfigError
+
+RESULTS = Path("results")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CellSpec(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_]+$")
+    tier: str | None = None
+    seeds: list[int] | str | None = None
+    n_seeds: int | None = Field(default=None, ge=1, description="the first n of the seed pool")
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    treatment: dict[str, str | float | int | bool] = Field(default_factory=dict)
+    unavailable: str | None = Field(default=None, description="why the cell cannot run yet")
+    note: str | None = None
+
+
+class Planning(_Strict):
+    """The protocol's planning convention: USD per decision by model (§4, §5.2) and, unless
+    set, decisions per agent = floor((ticks - burn_in) / decision_interval) (= 27)."""
+
+    usd_per_decision: dict[str, float] = Field(default_factory=dict)
+    decisions_per_agent: int | None = Field(default=None, ge=1)
+
+
+class BudgetSpec(_Strict):
+    cap_usd: float | None = Field(default=None, ge=0, description="project or pilot cap")
+    tiers: dict[str, float] = Field(default_factory=dict, description="USD per tier")
+    reserved_usd: dict[str, float] = Field(default_factory=dict, description="e.g. pilot")
+
+
+class DesignSpec(_Strict):
+    name: str | None = None
+    description: str = ""
+    base: str = "../baseline.yaml"
+    prices: str = "../prices.yaml"
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    treatment: dict[str, str | float | int | bool] = Field(default_factory=dict)
+    seeds: list[int] | str | None = None
+    seed_pool: list[int] | str | None = None
+    planning: Planning = Field(default_factory=Planning)
+    budget: BudgetSpec = Field(default_factory=BudgetSpec)
+    cells: list[CellSpec]
+
+    @model_validator(mode="after")
+    def _has_cells(self) -> DesignSpec:
+        if not self.cells:
+            raise ValueError("cells: empty")
+        return self
+
+
+def parse_seeds(value: list[int] | str, where: str) -> list[int]:
+    """A list of ints, or a string such as ``"101-130"`` or ``"1-3,7"``."""
+    if isinstance(value, list):
+        seeds = list(value)
+    else:
+        seeds = []
+        for part in str(value).split(","):
+            lo, sep, hi = part.strip().partition("-")
+            try:
+                seeds += list(range(int(lo), int(hi) + 1)) if sep else [int(lo)]
+            except ValueError:
+                raise ConfigError(f"{where}: seeds {value!r}: expected e.g. '1-3,7'") from None
+    if not seeds:
+        raise ConfigError(f"{where}: empty seed list")
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"{where}: seed list {value!r} repeats a seed")
+    if any(s < 0 for s in seeds):
+        raise ConfigError(f"{where}: seeds must be >= 0")
+    return seeds
+
+
+@dataclass
+class Cell:
+    name: str
+    tier: str | None
+    seeds: list[int]
+    overrides: dict[str, Any]
+    treatment: dict[str, Any]
+    unavailable: str | None = None
+
+
+@dataclass
+class Design:
+    name: str
+    path: Path
+    cells: dict[str, Cell]
+    base: dict[str, Any]
+    overrides: dict[str, Any]
+    planning: Planning
+    budget: BudgetSpec
+    prices_path: Path
+    _configs: dict[tuple[str, bool], Config] = field(default_factory=dict, repr=False)
+
+    @property
+    def tiers(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for cell in self.cells.values():
+            out.setdefault(cell.tier or "-", []).append(cell.name)
+        return out
+
+    def cell(self, name: str) -> Cell:
+        if name not in self.cells:
+            raise ConfigError(f"{self.path}: no cell {name!r} (cells: {', '.join(self.cells)})")
+        return self.cells[name]
+
+    def where(self, cell: str) -> str:
+        return f"{self.path}: cell {cell!r}"
+
+    def cell_config(self, cell: str, mock: bool = False) -> Config:
+        """The validated config of a cell; ``mock`` serves every live route by the mock."""
+        c = self.cell(cell)
+        if c.unavailable:
+            raise ConfigError(f"{self.where(cell)} is unavailable: {c.unavailable}")
+        key = (cell, mock)
+        if key not in self._configs:
+            self._configs[key] = self._build(c, mock)
+        return self._configs[key]
+
+    def _build(self, c: Cell, mock: bool) -> Config:
+        where = self.where(c.name)
+        data = apply_overrides(self.base, self.overrides, str(self.path))
+        data = apply_overrides(data, c.overrides, where)
+        data["treatment"] = {**(data.get("treatment") or {}), **c.treatment}
+        config = validate(data, where)
+        return mock_config(config) if mock else config
+
+    def is_live(self, cell: str) -> bool:
+        """True when the cell would call a paid provider: LLM slots and a non-mock route."""
+        config = self.cell_config(cell)
+        llm = config.population.llm
+        return config.population.n_llm > 0 and bool(llm.paid_routes())
+
+    def runs(self, cells: list[str] | None = None, max_seeds: int | None = None,
+             include_unavailable: bool = False) -> list[tuple[str, int]]:
+        names = cells or list(self.cells)
+        out = []
+        for name in names:
+            c = self.cell(name)
+            if c.unavailable and not include_unavailable:
+                continue
+            out += [(name, s) for s in c.seeds[:max_seeds]]
+        return out
+
+
+def mock_config(config: Config) -> Config:
+    """Serve every live route by the mock: same routes, shares and model ids, so slots, prompts
+    and the price table are exercised exactly as live; only the transport changes."""
+    llm = config.population.llm
+    providers = {r: s.model_dump(mode="json") for r, s in llm.providers.items()}
+    for route in llm.paid_routes():  # the frozen library makes no calls: it stays as it is
+        providers.setdefault(route, {})["kind"] = "mock"
+    data = config.model_dump(mode="json")
+    data["population"]["llm"]["providers"] = providers
+    if llm.frozen_library:
+        data["population"]["llm"]["frozen_library"] = rehearsal_library(llm.frozen_library)
+    return validate(data, "mock rehearsal")
+
+
+def rehearsal_library(path: str) -> str:
+    """A rehearsal replays a library built from rehearsal (mock) answers, kept apart like every
+    rehearsal file: results/library/x.npz -> results/rehearsal/library/x.npz."""
+    p = Path(path)
+    if p.parts[:1] == (RESULTS.name,):
+        return str(RESULTS / "rehearsal" / Path(*p.parts[1:]))
+    return str(p.with_name(f"rehearsal_{p.name}"))
+
+
+def run_dir(design_name: str, cell: str, seed: int, mock: bool = False,
+            root: Path | str = RESULTS) -> Path:
+    """The directory of one run; mock rehearsals live under ``<root>/rehearsal``."""
+    return design_dir(design_name, mock, root) / cell / f"seed{seed:04d}"
+
+
+def design_dir(design_name: str, mock: bool = False, root: Path | str = RESULTS) -> Path:
+    return Path(root) / ("rehearsal" if mock else "runs") / design_name
+
+
+def cache_path(design_name: str, mock: bool = False, root: Path | str = RESULTS) -> Path:
+    """The protocol's per-design cache (results/cache/<design>.sqlite); rehearsals apart."""
+    return Path(root) / ("rehearsal/cache" if mock else "cache") / f"{design_name}.sqlite"
+
+
+def load_design(path: str | Path) -> Design:
+    path = Path(path)
+    raw = read_yaml(path)
+    try:
+        spec = DesignSpec.model_validate(raw)
+    except ValidationError as exc:
+        msgs = []
+        for err in exc.errors():
+            loc = list(err["loc"])
+            if len(loc) >= 2 and loc[0] == "cells" and isinstance(loc[1], int):
+                cells = raw.get("cells") or []
+                name = cells[loc[1]].get("name") if isinstance(cells[loc[1]], dict) else None
+                loc[1] = f"[{name or loc[1]}]"
+            msgs.append(f"{'.'.join(str(p) for p in loc)}: {err['msg']}")
+        raise ConfigError(f"{path}: " + "; ".join(msgs)) from None
+    base_path = (path.parent / spec.base).resolve()
+    design = Design(
+        name=spec.name or path.stem, path=path, cells={},
+        base=read_yaml(base_path), overrides=spec.overrides, planning=spec.planning,
+        budget=spec.budget, prices_path=(path.parent / spec.prices).resolve(),
+    )
+    default_seeds = parse_seeds(spec.seeds, f"{path}: seeds") if spec.seeds else None
+    pool = parse_seeds(spec.seed_pool, f"{path}: seed_pool") if spec.seed_pool else None
+    for c in spec.cells:
+        where = design.where(c.name)
+        if c.name in design.cells:
+            raise ConfigError(f"{where}: duplicated cell name")
+        if c.seeds is not None:
+            seeds = parse_seeds(c.seeds, where)
+        elif c.n_seeds is not None:
+            if pool is None:
+                raise ConfigError(f"{where}: n_seeds needs a design-level seed_pool")
+            if c.n_seeds > len(pool):
+                raise ConfigError(f"{where}: n_seeds {c.n_seeds} exceeds the seed pool "
+                                  f"({len(pool)} seeds)")
+            seeds = pool[:c.n_seeds]
+        elif default_seeds is not None:
+            seeds = default_seeds
+        else:
+            raise ConfigError(f"{where}: empty seed list (give seeds, n_seeds or design seeds)")
+        treatment = {"cell": c.name, **spec.treatment, **c.treatment}
+        design.cells[c.name] = Cell(c.name, c.tier, seeds, c.overrides, treatment, c.unavailable)
+    check_design(design)
+    return design
+
+
+def check_design(design: Design) -> None:
+    """Everything that can be wrong before a run: every config, tier names, prices, budgets."""
+    tiers = design.budget.tiers
+    for c in design.cells.values():
+        where = design.where(c.name)
+        if tiers and c.tier not in tiers:
+            raise ConfigError(f"{where}: tier {c.tier!r} has no budget (tiers: {', '.join(tiers)})")
+        if c.unavailable:
+            continue
+        design.cell_config(c.name)
+        design.cell_config(c.name, mock=True)
+        if design.is_live(c.name):
+            _check_live_prices(design, c.name)
+    from market_agents.protocol.planning import check_budgets  # budget imports design: import late
+
+    check_budgets(design)
+
+
+def _check_live_prices(design: Design, cell: str) -> None:
+    from market_agents.llm.pricing import load_prices
+
+    table = load_prices(design.prices_path)
+    llm = design.cell_config(cell).population.llm
+    for route in llm.paid_routes():
+        for model in llm.model_ids(route):
+            if model not in table.models:
+                raise ConfigError(f"{design.where(cell)}: live model {model!r} (route {route}) "
+                                  f"has no price in {design.prices_path}")
+            if model not in design.planning.usd_per_decision:
+                raise ConfigError(f"{design.where(cell)}: live model {model!r} has no planning "
+                                  f"price (planning.usd_per_decision) in {design.path}")

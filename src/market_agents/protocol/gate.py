@@ -1,0 +1,269 @@
+"""The budget gate: before any live job of a design/tier, compare planned plus recorded spend with
+the tier budget, the pilot cap and the project cap; reconcile spend after earlier tiers and, when
+it overran the plan, cut seeds of the tiers not yet run in the protocol's order of sacrifice.
+
+Pure functions over :class:`RunPlan` rows; ``ma gate`` builds the rows from a design and the
+run directories and writes ``results/manifests/budget/<design>_<tier>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from market_agents.errors import BudgetExceeded, ConfigError
+from market_agents.protocol.design import Design, run_dir
+
+# Protocol §5.3: T6 → T5 → T3 (share_75/100 first) → T4 poslimit → T2 mini_25 → T4 others;
+# T1 last and never below ``t1_min_seeds``. A group is (tier, cells or None = every cell).
+SACRIFICE_ORDER: tuple[tuple[str, tuple[str, ...] | None], ...] = (
+    ("T6", None),
+    ("T5", None),
+    ("T3", ("share_75", "share_100")),
+    ("T3", None),
+    ("T4", ("poslimit_25",)),
+    ("T2", ("mini_25",)),
+    ("T4", None),
+    ("T1", None),
+)
+TIER_ORDER = ("T1", "T2", "T3", "T4", "T5", "T6")
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One run of a design: its planned live decisions/USD and, when finished, what it spent."""
+
+    tier: str
+    cell: str
+    seed: int
+    decisions: int
+    usd: float
+    spent_usd: float | None = None  # None: not finished yet
+
+    @property
+    def done(self) -> bool:
+        return self.spent_usd is not None
+
+
+@dataclass(frozen=True)
+class Caps:
+    tier_budget_usd: float | None  # None: the design sets no budget for this tier
+    pilot_cap_usd: float | None  # set only when gating the pilot design
+    project_cap_usd: float
+    project_spent_usd: float  # recorded live spend of every design, finished runs
+    tolerance: float = 0.10
+    t1_min_seeds: int = 8
+
+
+def _tier_index(tier: str) -> int:
+    return TIER_ORDER.index(tier) if tier in TIER_ORDER else len(TIER_ORDER)
+
+
+def reconcile(runs: Sequence[RunPlan], tier: str) -> dict:
+    """Spend vs plan over the finished runs of the tiers before ``tier``."""
+    earlier = [r for r in runs if r.done and _tier_index(r.tier) < _tier_index(tier)]
+    planned = sum(r.usd for r in earlier)
+    spent = sum(r.spent_usd or 0.0 for r in earlier)
+    return {
+        "tiers": sorted({r.tier for r in earlier}),
+        "planned_usd": round(planned, 6),
+        "spent_usd": round(spent, 6),
+        "overrun_usd": round(spent - planned, 6),
+    }
+
+
+def sacrifice(
+    runs: Sequence[RunPlan], from_tier: str, deficit_usd: float, t1_min_seeds: int
+) -> list[RunPlan]:
+    """Unfinished paid runs to cut, in the order of sacrifice, until their planned USD covers
+    ``deficit_usd``. Within a group the highest seed goes first, cells in turn, so a cell keeps
+    its lowest (pre-registered, used-in-order) seeds. Only tiers from ``from_tier`` on are cut."""
+    if deficit_usd <= 0:
+        return []
+    first = _tier_index(from_tier)
+    seeds_left: dict[tuple[str, str], int] = defaultdict(int)
+    for r in runs:
+        seeds_left[(r.tier, r.cell)] += 1
+    cut: list[RunPlan] = []
+    saved = 0.0
+    taken: set[tuple[str, str, int]] = set()
+    for tier, cells in SACRIFICE_ORDER:
+        if _tier_index(tier) < first:
+            continue
+        floor = t1_min_seeds if tier == "T1" else 0
+        pool = [
+            r
+            for r in runs
+            if r.tier == tier
+            and not r.done
+            and r.usd > 0
+            and (cells is None or r.cell in cells)
+            and (r.tier, r.cell, r.seed) not in taken
+        ]
+        pool.sort(key=lambda r: (-r.seed, r.cell))
+        for r in pool:
+            if saved >= deficit_usd:
+                return cut
+            if seeds_left[(r.tier, r.cell)] <= floor:
+                continue
+            seeds_left[(r.tier, r.cell)] -= 1
+            taken.add((r.tier, r.cell, r.seed))
+            cut.append(r)
+            saved += r.usd
+    return cut
+
+
+def usd(x: float) -> str:
+    """Cents for real amounts, four decimals below 1 USD so small plans stay readable."""
+    return f"{x:.2f}" if x == 0 or abs(x) >= 1 else f"{x:.4f}"
+
+
+def _refuse(what: str, cap: float, plan: float, spent: float, where: str, advice: str) -> None:
+    raise BudgetExceeded(
+        f"budget gate {where}: refused: plan {usd(plan)} USD + spent {usd(spent)} USD = "
+        f"{usd(plan + spent)} USD exceeds the {what} {usd(cap)} USD; no live job was started. "
+        f"{advice}"
+    )
+
+
+def approve(design: str, tier: str, runs: Sequence[RunPlan], caps: Caps) -> dict:
+    """Decide the live runs of ``tier`` and return the budget manifest; raise
+    :class:`BudgetExceeded` (naming the cap, the plan and the spent amount) over any cap."""
+    where = f"{design}/{tier}"
+    rec = reconcile(runs, tier)
+    triggered = rec["spent_usd"] > (1 + caps.tolerance) * rec["planned_usd"] and rec[
+        "overrun_usd"
+    ] > 0
+    cut = sacrifice(runs, tier, rec["overrun_usd"], caps.t1_min_seeds) if triggered else []
+    cut_keys = {(r.tier, r.cell, r.seed) for r in cut}
+    mine = [r for r in runs if r.tier == tier]
+    todo = [r for r in mine if not r.done and (r.tier, r.cell, r.seed) not in cut_keys]
+    plan_usd = sum(r.usd for r in todo)
+    plan_decisions = sum(r.decisions for r in todo)
+    tier_spent = sum(r.spent_usd or 0.0 for r in mine)
+    design_spent = sum(r.spent_usd or 0.0 for r in runs)
+    fix = f"Lower the seeds or cells of {design}, or raise the cap in the config, then re-run."
+    if caps.tier_budget_usd is not None and plan_usd + tier_spent > caps.tier_budget_usd + 1e-9:
+        _refuse(f"tier {tier} budget", caps.tier_budget_usd, plan_usd, tier_spent, where, fix)
+    if caps.pilot_cap_usd is not None and plan_usd + design_spent > caps.pilot_cap_usd + 1e-9:
+        _refuse("pilot cap", caps.pilot_cap_usd, plan_usd, design_spent, where, fix)
+    if plan_usd + caps.project_spent_usd > caps.project_cap_usd + 1e-9:
+        _refuse("project cap", caps.project_cap_usd, plan_usd, caps.project_spent_usd, where, fix)
+    return {
+        "design": design,
+        "tier": tier,
+        "approved": _by_cell(r for r in mine if (r.tier, r.cell, r.seed) not in cut_keys),
+        "plan": {
+            "live_runs": sum(1 for r in todo if r.decisions > 0),
+            "decisions": plan_decisions,
+            "usd": round(plan_usd, 6),
+        },
+        "spent_usd": {
+            "tier": round(tier_spent, 6),
+            "design": round(design_spent, 6),
+            "project": round(caps.project_spent_usd, 6),
+        },
+        "caps_usd": {
+            "tier": caps.tier_budget_usd,
+            "pilot": caps.pilot_cap_usd,
+            "project": caps.project_cap_usd,
+        },
+        "reconciliation": {**rec, "tolerance": caps.tolerance, "cut_applied": triggered},
+        "cut": [
+            {"tier": r.tier, "cell": r.cell, "seed": r.seed, "usd": round(r.usd, 6)} for r in cut
+        ],
+    }
+
+
+def _by_cell(runs: Iterable[RunPlan]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = defaultdict(list)
+    for r in runs:
+        out[r.cell].append(r.seed)
+    return {cell: sorted(seeds) for cell, seeds in sorted(out.items())}
+
+
+def is_approved(manifest: dict, cell: str, seed: int) -> bool:
+    return seed in manifest.get("approved", {}).get(cell, [])
+
+
+# --- reading designs and run directories ------------------------------------------------------
+
+NO_TIER = "all"
+
+
+def recorded_usd(run: Path) -> float | None:
+    """USD a finished run paid: the manifest's ``llm_usage.usd_spent`` (mock answers and cache
+    replays cost nothing), else ``llm_usd`` of outcomes.json; None when it has not finished."""
+    outcomes, manifest = run / "outcomes.json", run / "manifest.json"
+    if manifest.exists():
+        usage = json.loads(manifest.read_text()).get("llm_usage") or {}
+        if "usd_spent" in usage:
+            return float(usage["usd_spent"] or 0.0)
+        if not outcomes.exists():
+            return float(usage.get("usd") or 0.0)
+    if outcomes.exists():
+        return float(json.loads(outcomes.read_text()).get("llm_usd") or 0.0)
+    return None
+
+
+def design_runs(design: Design, results: Path = Path("results")) -> list[RunPlan]:
+    from market_agents.protocol.planning import run_plans
+
+    rows = []
+    for r in run_plans(design):
+        tier = NO_TIER if r["tier"] == "-" else r["tier"]
+        spent = recorded_usd(run_dir(design.name, r["cell"], r["seed"], root=results))
+        rows.append(RunPlan(tier, r["cell"], r["seed"], round(r["decisions"]), r["usd"], spent))
+    return rows
+
+
+def project_spent(results: Path = Path("results")) -> float:
+    """Recorded live spend of every design (rehearsals excluded: they live apart)."""
+    total = 0.0
+    for run in sorted((results / "runs").glob("*/*/seed*")):
+        usd = recorded_usd(run)
+        total += usd or 0.0
+    return total
+
+
+def check_keys(design: Design, cells: list[str], where: str) -> None:
+    """A live tier needs its provider keys before the gate approves anything."""
+    from market_agents.llm.providers.registry import api_key, load_env
+
+    load_env()
+    for cell in cells:
+        llm = design.cell_config(cell).population.llm
+        for route in llm.paid_routes():
+            try:
+                api_key(llm.kind(route), route, llm.settings(route))
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"budget gate {where}: cell {cell!r}: {exc}. Or rehearse the same cells on "
+                    "the mock first (snakemake rehearse_<tier>)"
+                ) from None
+
+
+def reconcile_tier(design: Design, tier: str, results: Path = Path("results")) -> dict:
+    """A tier's paid USD against the plan of its finished runs, and the protocol's figure,
+    sum(llm_usd) over their outcomes (equal for runs that were not replayed from a cache)."""
+    runs = [r for r in design_runs(design, results) if r.tier == tier]
+    planned = sum(r.usd for r in runs if r.done)
+    spent = sum(r.spent_usd or 0.0 for r in runs)
+    llm_usd = 0.0
+    for r in runs:
+        path = run_dir(design.name, r.cell, r.seed, root=results) / "outcomes.json"
+        if path.exists():
+            llm_usd += float(json.loads(path.read_text()).get("llm_usd") or 0.0)
+    return {
+        "design": design.name,
+        "tier": tier,
+        "runs_done": sum(r.done for r in runs),
+        "runs_planned": len(runs),
+        "planned_usd": round(planned, 6),
+        "spent_usd": round(spent, 6),
+        "llm_usd": round(llm_usd, 6),
+        "spent_over_plan": round(spent / planned, 4) if planned else None,
+    }

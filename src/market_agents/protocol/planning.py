@@ -1,0 +1,204 @@
+"""Planned live decisions and USD of a design, per run, cell and tier (protocol §4, §5.2).
+
+Two rates are reported side by side:
+- the *planning* rate of the design (``planning.usd_per_decision``: 0.0005 USD per nano decision,
+  0.0016 per mini decision), the protocol's convention;
+- the *price-table* rate, ``llm.pricing.planned_cost(model, tokens_in, tokens_out)`` from
+  ``config/prices.yaml`` (0.00044 for nano at 760/230).
+Tier budgets and the project/pilot cap are checked against the planning rate, as the protocol's
+tables are. A per-run ``usd_cap`` below the planned run cost stops decisions at the cap
+(equal-USD cells such as mini_25_equalusd); the decisions are counted at the planning rate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from market_agents.errors import ConfigError
+from market_agents.protocol.design import Design
+
+
+@dataclass
+class CellPlan:
+    cell: str
+    tier: str | None
+    seeds: list[int]
+    live: bool
+    n_llm: int
+    decisions_per_agent: int
+    run_decisions: float  # live decisions of one run
+    run_usd: float  # planning rate, one run
+    run_cap_usd: float
+    by_model: dict[str, float] = field(default_factory=dict)  # live decisions per run
+    table_rate: dict[str, float] = field(default_factory=dict)  # USD per decision, price table
+    unavailable: str | None = None
+
+    @property
+    def decisions(self) -> int:
+        return round(self.run_decisions * len(self.seeds))
+
+    @property
+    def usd(self) -> float:
+        return self.run_usd * len(self.seeds)
+
+    @property
+    def table_usd(self) -> float:
+        per_run = sum(d * self.table_rate.get(m, 0.0) for m, d in self.by_model.items())
+        return per_run * len(self.seeds)
+
+    def model_decisions(self) -> dict[str, int]:
+        return {m: round(d * len(self.seeds)) for m, d in self.by_model.items()}
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "n_seeds": len(self.seeds), "decisions": self.decisions,
+                "usd": round(self.usd, 6), "table_usd": round(self.table_usd, 6),
+                "model_decisions": self.model_decisions()}
+
+
+def decisions_per_agent(design: Design, cell: str) -> int:
+    config = design.cell_config(cell)
+    if design.planning.decisions_per_agent:
+        per = design.planning.decisions_per_agent
+    else:
+        sim = config.simulation
+        per = (sim.ticks - sim.burn_in) // sim.decision_interval
+    cap = config.population.llm.decision_cap
+    return min(per, cap) if cap else per
+
+
+def plan_cell(design: Design, cell: str, tokens_in: int = 760, tokens_out: int = 230,
+              max_seeds: int | None = None) -> CellPlan:
+    c = design.cell(cell)
+    seeds = c.seeds[:max_seeds]
+    if c.unavailable:
+        return CellPlan(cell, c.tier, seeds, False, 0, 0, 0.0, 0.0, 0.0, unavailable=c.unavailable)
+    config = design.cell_config(cell)
+    llm = config.population.llm
+    per_agent = decisions_per_agent(design, cell)
+    n_llm = config.population.n_llm
+    live = design.is_live(cell)
+    by_model: dict[str, float] = {}
+    if live:
+        for route in llm.paid_routes():
+            ids = llm.model_ids(route)
+            for model in ids:
+                share = llm.provider_mix[route] / len(ids)
+                by_model[model] = by_model.get(model, 0.0) + n_llm * per_agent * share
+    rates = design.planning.usd_per_decision
+    for model in by_model:
+        if model not in rates:
+            raise ConfigError(f"{design.where(cell)}: live model {model!r} has no planning "
+                              f"price (planning.usd_per_decision) in {design.path}")
+    run_usd = sum(d * rates[m] for m, d in by_model.items())
+    if live and 0 < llm.usd_cap < run_usd:
+        # Decisions stop at the cap: the run buys floor(cap / mean rate) decisions.
+        mean_rate = run_usd / sum(by_model.values())
+        kept = math.floor(llm.usd_cap / mean_rate + 1e-9)
+        scale = kept / sum(by_model.values())
+        by_model = {m: d * scale for m, d in by_model.items()}
+        run_usd = sum(d * rates[m] for m, d in by_model.items())
+    table_rate = {}
+    if by_model:
+        from market_agents.llm.pricing import load_prices
+
+        table = load_prices(design.prices_path)
+        table_rate = {m: table.planned_cost(m, tokens_in, tokens_out) for m in by_model}
+    return CellPlan(cell, c.tier, seeds, live, n_llm, per_agent, sum(by_model.values()),
+                    run_usd, llm.usd_cap, by_model, table_rate)
+
+
+def plan_design(design: Design, tokens_in: int = 760, tokens_out: int = 230,
+                cells: list[str] | None = None, max_seeds: int | None = None) -> list[CellPlan]:
+    return [plan_cell(design, c, tokens_in, tokens_out, max_seeds) for c in cells or design.cells]
+
+
+def run_plans(design: Design, cells: list[str] | None = None,
+              max_seeds: int | None = None) -> list[dict]:
+    """One row per run (tier, cell, seed, decisions, usd at the planning rate), for the gate."""
+    rows = []
+    for p in plan_design(design, cells=cells, max_seeds=max_seeds):
+        if p.unavailable:
+            continue
+        rows += [{"tier": p.tier or "-", "cell": p.cell, "seed": s, "live": p.live,
+                  "decisions": p.run_decisions, "usd": p.run_usd} for s in p.seeds]
+    return rows
+
+
+def tier_totals(plans: list[CellPlan]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for p in plans:
+        t = out.setdefault(p.tier or "-", {"decisions": 0, "usd": 0.0, "table_usd": 0.0})
+        t["decisions"] += p.decisions
+        t["usd"] += p.usd
+        t["table_usd"] += p.table_usd
+    return out
+
+
+def check_budgets(design: Design) -> None:
+    """Each tier's planned USD fits its budget; budgets plus reserves fit the cap."""
+    b = design.budget
+    if not b.tiers and b.cap_usd is None:
+        return
+    plans = [plan_cell(design, c) for c in design.cells]
+    totals = tier_totals(plans)
+    for tier, budget in b.tiers.items():
+        planned = totals.get(tier, {}).get("usd", 0.0)
+        if round(planned, 2) > budget + 1e-9:
+            raise ConfigError(f"{design.path}: budget.tiers.{tier}: {budget:.2f} USD does not "
+                              f"cover the {planned:.4f} USD planned for its cells "
+                              f"({', '.join(design.tiers.get(tier, []))})")
+    if b.cap_usd is not None:
+        committed = sum(b.tiers.values()) + sum(b.reserved_usd.values())
+        if not b.tiers:
+            committed += sum(p.usd for p in plans)
+        if committed > b.cap_usd + 1e-9:
+            raise ConfigError(
+                f"{design.path}: budget does not add up: tier budgets {sum(b.tiers.values()):.2f}"
+                f" + reserved {sum(b.reserved_usd.values()):.2f}"
+                + ("" if b.tiers else f" + planned {sum(p.usd for p in plans):.2f}")
+                + f" USD exceed cap_usd {b.cap_usd:.2f}")
+
+
+def render(design: Design, plans: list[CellPlan], tokens_in: int, tokens_out: int) -> str:
+    lines = [f"{design.name}: planned live decisions and USD "
+             f"({tokens_in} tokens in, {tokens_out} out per decision)",
+             f"{'tier':<5} {'cell':<18} {'seeds':>5} {'n_llm':>5} {'dec/run':>8} "
+             f"{'decisions':>10} {'USD plan':>9} {'USD table':>9} {'cap/run':>8}"]
+    by_tier: dict[str, list[CellPlan]] = {}
+    for p in plans:
+        by_tier.setdefault(p.tier or "-", []).append(p)
+    totals = tier_totals(plans)
+    for tier, rows in by_tier.items():
+        for p in rows:
+            if p.unavailable:
+                lines.append(f"{tier:<5} {p.cell:<18} {len(p.seeds):>5} unavailable: "
+                             f"{p.unavailable}")
+                continue
+            models = ", ".join(f"{m} {d:,}" for m, d in p.model_decisions().items())
+            lines.append(
+                f"{tier:<5} {p.cell:<18} {len(p.seeds):>5} {p.n_llm:>5} "
+                f"{p.run_decisions:>8,.1f} {p.decisions:>10,} {p.usd:>9.2f} {p.table_usd:>9.2f} "
+                f"{p.run_cap_usd:>8.2f}" + (f"  [{models}]" if len(p.by_model) > 1 else "")
+                + ("" if p.live or p.n_llm == 0 else "  (no paid calls)"))
+        if tier == "-":
+            continue
+        t = totals[tier]
+        budget = design.budget.tiers.get(tier)
+        lines.append(f"{'':<5} {'tier ' + tier:<18} {'':>5} {'':>5} {'':>8} "
+                     f"{int(t['decisions']):>10,} {t['usd']:>9.2f} {t['table_usd']:>9.2f}"
+                     + (f"  budget {budget:.2f}" if budget is not None else ""))
+    dec = sum(p.decisions for p in plans)
+    usd, tusd = sum(p.usd for p in plans), sum(p.table_usd for p in plans)
+    lines.append(f"{'total':<24} {'':>5} {'':>5} {'':>8} {dec:>10,} {usd:>9.2f} {tusd:>9.2f}")
+    b = design.budget
+    if b.cap_usd is not None:
+        reserved = ", ".join(f"{k} {v:.2f}" for k, v in b.reserved_usd.items())
+        lines.append(f"cap {b.cap_usd:.2f} USD"
+                     + (f"; tier budgets {sum(b.tiers.values()):.2f}" if b.tiers else "")
+                     + (f"; reserved {reserved}" if reserved else ""))
+    rates = ", ".join(f"{m} {r}" for m, r in design.planning.usd_per_decision.items())
+    if rates:
+        lines.append(f"USD plan: planning rate per decision ({rates}); caps and tier budgets are "
+                     "checked at this rate. USD table: the price table at the token counts above.")
+    return "\n".join(lines)

@@ -1,0 +1,213 @@
+"""The steps of a design, one implementation each, shared by ``ma cell``/``ma outcomes``/
+``ma gather``/``ma sensitivity``, by ``ma design`` and by the Snakemake rules.
+
+simulate (one cell x seed into its run_dir) -> score (outcomes.json) -> gather
+(outcomes.parquet) -> sensitivity (re-scored episodes, no re-simulation).
+"""
+
+from __future__ import annotations
+
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from market_agents.analysis.outcomes import (
+    EPISODE_KEYS,
+    SENSITIVITY_BUBBLE_GAPS,
+    SENSITIVITY_CRASH_DROPS,
+    Thresholds,
+    episode_outcomes,
+)
+from market_agents.errors import MarketAgentsError
+from market_agents.protocol.design import RESULTS, Design, cache_path, design_dir, run_dir
+from market_agents.sim.rundir import (
+    OUTCOMES_FILE,
+    load_run,
+    read_json,
+    write_outcomes,
+    write_parquet_atomic,
+)
+
+
+class MissingRuns(MarketAgentsError):
+    """A gather found runs of the design without outcomes."""
+
+
+class StaleRun(MarketAgentsError):
+    """A saved run was made from a config the design no longer gives."""
+
+
+def run_cache(design: Design, cell: str, cache: str | Path | None, mock: bool,
+              root: Path | str = RESULTS) -> Path | None:
+    """Live cells always go through a cache (default: the design's), so no answer is bought
+    twice; mock cells use one only when asked."""
+    if cache is not None:
+        return Path(cache)
+    if not mock and design.is_live(cell):
+        return cache_path(design.name, mock, root)
+    return None
+
+
+def simulate(design: Design, cell: str, seed: int, mock: bool = False,
+             cache: str | Path | None = None, root: Path | str = RESULTS,
+             progress: bool | None = False) -> Path:
+    """One run into its run_dir (atomic, via runner.run_to_dir)."""
+    from market_agents.sim.runner import run_to_dir
+
+    config = design.cell_config(cell, mock=mock)
+    cache = run_cache(design, cell, cache, mock, root)
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+    return run_to_dir(config, seed, run_dir(design.name, cell, seed, mock, root), cache,
+                      progress=progress)
+
+
+def complete(path: Path) -> bool:
+    return (path / "manifest.json").exists()
+
+
+def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path) -> None:
+    """A saved run is reused only if it was made from the cell's current config."""
+    from market_agents.config import config_hash
+
+    saved = read_json(path / "manifest.json").get("config_hash")
+    if saved != config_hash(design.cell_config(cell, mock)):
+        raise StaleRun(f"{path}: made from another config than {design.where(cell)} now gives "
+                       f"(config_hash {str(saved)[:12]}…); restore the design or move the run "
+                       "directory away, then resume")
+
+
+def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
+                  cache: str | Path | None = None, root: Path | str = RESULTS,
+                  th: Thresholds | None = None) -> str:
+    """Simulate and score one run unless already done; returns what was done."""
+    path = run_dir(design.name, cell, seed, mock, root)
+    if complete(path):
+        check_fresh(design, cell, seed, mock, path)
+        if (path / OUTCOMES_FILE).exists():
+            return "reused"
+        did = "scored"
+    else:
+        simulate(design, cell, seed, mock, cache, root)
+        did = "ran"
+    write_outcomes(path, th)
+    return did
+
+
+def gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
+           allow_missing: bool = False) -> pl.DataFrame:
+    """Every run's outcomes.json with design, cell, tier, seed, labels and config_hash."""
+    rows, missing = [], []
+    for cell, seed in design.runs():
+        path = run_dir(design.name, cell, seed, mock, root)
+        if not (path / OUTCOMES_FILE).exists():
+            missing.append(str(path))
+            continue
+        config = design.cell_config(cell, mock)
+        labels = {f"treatment_{k}": v for k, v in config.treatment.items()}
+        out = read_json(path / OUTCOMES_FILE)
+        rows.append({"design": design.name, "cell": cell, "tier": design.cell(cell).tier,
+                     "seed": seed, "mock": mock, "llm_share": config.population.llm_share,
+                     **labels, **out})
+    if missing and not allow_missing:
+        raise MissingRuns(f"{design.path}: {len(missing)} run(s) have no {OUTCOMES_FILE}, e.g. "
+                          f"{missing[0]} (run `ma design` first, or pass --allow-missing)")
+    if not rows:
+        return pl.DataFrame()
+    return pl.DataFrame(rows, infer_schema_length=None).sort("cell", "seed")
+
+
+def write_gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
+                 allow_missing: bool = False) -> Path:
+    out = design_dir(design.name, mock, root) / "outcomes.parquet"
+    write_parquet_atomic(out, gather(design, mock, root, allow_missing))
+    return out
+
+
+def sensitivity_grid(bubble_gaps=SENSITIVITY_BUBBLE_GAPS, crash_drops=SENSITIVITY_CRASH_DROPS,
+                     base: Thresholds | None = None) -> list[Thresholds]:
+    base = base or Thresholds()
+    return [Thresholds(b, base.bubble_ticks, c, base.crash_ticks, base.var_order, base.horizon)
+            for b, c in product(bubble_gaps, crash_drops)]
+
+
+def sensitivity(design: Design, grid: list[Thresholds], mock: bool = False,
+                root: Path | str = RESULTS, allow_missing: bool = False) -> pl.DataFrame:
+    """Episode outcomes of every saved run at every grid point, from the saved ticks."""
+    rows: list[dict[str, Any]] = []
+    missing = []
+    for cell, seed in design.runs():
+        path = run_dir(design.name, cell, seed, mock, root)
+        if not complete(path):
+            missing.append(str(path))
+            continue
+        run = load_run(path)
+        for th in grid:
+            rows.append({"design": design.name, "cell": cell, "seed": seed,
+                         "bubble_gap": th.bubble_gap, "bubble_ticks": th.bubble_ticks,
+                         "crash_drop": th.crash_drop, "crash_ticks": th.crash_ticks,
+                         **episode_outcomes(run, th)})
+    if missing and not allow_missing:
+        raise MissingRuns(f"{design.path}: {len(missing)} run(s) not simulated, e.g. "
+                          f"{missing[0]} (run `ma design` first, or pass --allow-missing)")
+    cols = ["design", "cell", "seed", "bubble_gap", "bubble_ticks", "crash_drop", "crash_ticks",
+            *EPISODE_KEYS]
+    return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame(
+        schema=dict.fromkeys(cols, pl.Utf8))
+
+
+def write_sensitivity(design: Design, grid: list[Thresholds], mock: bool = False,
+                      root: Path | str = RESULTS, allow_missing: bool = False) -> Path:
+    out = design_dir(design.name, mock, root) / "sensitivity.parquet"
+    write_parquet_atomic(out, sensitivity(design, grid, mock, root, allow_missing))
+    return out
+
+
+def _worker(design_path: str, cell: str, seed: int, mock: bool, cache: str | None,
+            root: str, th: Thresholds | None) -> tuple[str, int, str]:
+    from market_agents.protocol.design import load_design
+
+    return cell, seed, run_and_score(load_design(design_path), cell, seed, mock, cache, root, th)
+
+
+def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | None = None,
+               workers: int = 1, cache: str | Path | None = None, mock: bool = False,
+               root: Path | str = RESULTS, th: Thresholds | None = None,
+               progress: bool | None = None) -> dict[str, int]:
+    """Run and score every (cell, seed) not yet scored: cells served by the mock in parallel
+    processes, live cells one at a time in this process through the shared cache."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    from tqdm import tqdm
+
+    for name in cells or []:
+        if design.cell(name).unavailable:
+            design.cell_config(name)  # raises with the cell's message
+    todo = design.runs(cells, max_seeds)
+    live = [(c, s) for c, s in todo if not mock and design.is_live(c)]
+    free = [(c, s) for c, s in todo if (c, s) not in set(live)]
+    counts = {"ran": 0, "scored": 0, "reused": 0}
+    bar = tqdm(total=len(todo), desc=design.name, unit="run", disable=progress is False)
+
+    def done(cell: str, seed: int, what: str) -> None:
+        counts[what] += 1
+        bar.set_postfix_str(f"{cell} seed {seed} {what}")
+        bar.update()
+
+    free_cache = None if cache is None else str(cache)
+    if workers > 1 and len(free) > 1:
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(_worker, str(design.path), c, s, mock, free_cache, str(root),
+                                   th) for c, s in free]
+            for fut in as_completed(futures):
+                done(*fut.result())
+    else:
+        for c, s in free:
+            done(c, s, run_and_score(design, c, s, mock, free_cache, root, th))
+    for c, s in live:
+        done(c, s, run_and_score(design, c, s, mock, cache, root, th))
+    bar.close()
+    return counts

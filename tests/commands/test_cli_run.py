@@ -1,0 +1,87 @@
+"""`ma run` and `ma validate` from the command line: outputs, and one clear error on bad input."""
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from market_agents.cli import main
+from market_agents.config import load_config
+
+
+def test_ma_run_writes_a_complete_run_dir(tmp_path, baseline_path):
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "market_agents.cli", "run", str(baseline_path), "--seed", "1",
+         "--out", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["agents.parquet", "config.yaml", "llm_decisions.parquet", "manifest.json",
+                     "orders.parquet", "ticks.parquet", "trades.parquet"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    for key in ("config_hash", "git_revision", "package_version", "seed", "shocks",
+                "final_conservation_ok", "wall_time_s"):
+        assert key in manifest
+    assert manifest["final_conservation_ok"] is True
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp dir left
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--set", "exchange.halt_treshold=0.05"], r"exchange\.halt_treshold: Extra inputs"),
+        (["--set", "population.n_traders=-3"], r"population\.n_traders"),
+        (["--set", "population.mix.noise=0.9"], r"population\.mix: .*sum to 1"),
+        (["--seed", "-1"], r"--seed -1: must be in 0\.\."),
+        (["--seed", str(2**32)], r"--seed 4294967296"),
+    ],
+)
+def test_bad_input_one_line_exit_2_nothing_written(tmp_path, baseline_path, capsys, args,
+                                                     message):
+    out = tmp_path / "run"
+    argv = ["run", str(baseline_path), "--seed", "1", "--out", str(out)]
+    # later flags win in argparse, so appended --seed replaces the default
+    code = main(argv + args)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert re.search(message, err), err
+    assert not out.exists()
+
+
+def test_malformed_yaml(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("population: {n_traders: [\n")
+    assert main(["run", str(bad), "--seed", "1", "--out", str(tmp_path / "o")]) == 2
+    assert "bad.yaml: malformed YAML" in capsys.readouterr().err
+
+
+def test_unwritable_out(tmp_path, baseline_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["run", str(baseline_path), "--seed", "1", "--out", str(blocker / "run")]) == 2
+    assert "--out" in capsys.readouterr().err
+
+
+def test_interrupted_run_leaves_nothing_that_looks_complete(tmp_path, baseline_path,
+                                                            monkeypatch):
+    import market_agents.sim.runner as runner
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "write_json", boom)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_to_dir(load_config(baseline_path), 1, tmp_path / "run", progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_validate_prints_the_table(baseline_path, capsys):
+    code = main(["validate", str(baseline_path), "--seeds", "2", "--workers", "1"])
+    out = capsys.readouterr().out
+    assert code in (0, 1)
+    for fact in ("excess_kurtosis", "abs_acf1", "acf_abs_r_1_10", "hill_tail_index",
+                 "seeds_without_bubble"):
+        assert fact in out

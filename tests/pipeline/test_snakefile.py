@@ -1,0 +1,146 @@
+"""The Snakefile end to end on the tiny test designs: a free design runs and then has nothing to
+do, dry runs count live jobs without calling anything, bad input gets a clear message."""
+
+import re
+import subprocess
+
+import polars as pl
+
+from market_agents.testing.fakeserver import FakeAPI
+from tests.support.workflow import BIN, env, smk
+
+
+def test_exploratory_runs_then_nothing_to_do(workdir):
+    first = smk(workdir, "--cores", "2", "exploratory",
+                "results/runs/exploratory/sensitivity.parquet")
+    assert first.returncode == 0, first.stderr[-3000:]
+    table = pl.read_parquet(workdir / "results/runs/exploratory/outcomes.parquet")
+    assert sorted(zip(table["cell"], table["seed"], strict=True)) == [
+        ("share_0", 1), ("share_0", 2), ("share_25", 1), ("share_25", 2)]
+    assert (table.filter(pl.col("cell") == "share_25")["n_llm_decisions"] > 0).all()
+    grid = pl.read_parquet(workdir / "results/runs/exploratory/sensitivity.parquet")
+    assert grid.height > 0
+    second = smk(workdir, "--cores", "2", "exploratory")
+    assert second.returncode == 0
+    assert "Nothing to be done" in second.stdout + second.stderr
+
+
+def test_dry_run_tier_t1_counts_live_jobs_and_decisions_without_calls(workdir):
+    with FakeAPI() as api:
+        done = smk(workdir, "-n", "tier_T1", test_config=False,
+                   OPENAI_BASE_URL=f"{api.url}/v1", OPENAI_API_KEY="sk-test")
+        assert api.requests == []
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    assert re.search(r"^simulate_live\s+20$", out, re.M)
+    assert re.search(r"^simulate\s+30$", out, re.M)  # share_0, seeds 101-130
+    assert "budget gate confirmatory/T1: 20 live runs, 20,250 planned decisions" in out
+    assert not (workdir / "results").exists()
+    nokey = smk(workdir, "-n", "tier_T1", test_config=False)
+    assert nokey.returncode == 0
+    assert "WARNING: population.llm.provider_mix.openai: OPENAI_API_KEY is not set" in (
+        nokey.stdout + nokey.stderr)
+
+
+def test_budget_gate_refuses_over_project_cap_before_any_request(workdir):
+    with FakeAPI() as api:
+        done = smk(workdir, "--cores", "2", "results/runs/live/outcomes.parquet",
+                   "--config", "project_cap_usd=0.01",
+                   OPENAI_BASE_URL=f"{api.url}/v1", OPENAI_API_KEY="sk-test")
+        assert api.requests == []
+    out = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert ("refused: plan 0.0375 USD + spent 0.00 USD = 0.0375 USD exceeds the project cap "
+            "0.0100 USD") in out
+    assert not (workdir / "results/runs/live/share_25").exists()
+
+
+def test_missing_key_for_a_live_design_says_what_to_do(workdir):
+    with FakeAPI() as api:
+        done = smk(workdir, "--cores", "1", "results/runs/live/outcomes.parquet",
+                   OPENAI_BASE_URL=f"{api.url}/v1")
+        assert api.requests == []
+    out = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "OPENAI_API_KEY is not set; put it in .env" in out
+    assert "snakemake rehearse_<tier>" in out
+
+
+def test_confirmatory_gate_refuses_without_freeze(workdir):
+    done = smk(workdir, "--cores", "1", "results/manifests/budget/confirmatory_T1.json",
+               OPENAI_API_KEY="sk-test")
+    out = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "freeze.json does not exist: confirmatory live runs need a freeze" in out
+
+
+def test_unknown_target_and_design_are_named(workdir):
+    done = smk(workdir, "-n", "tier_T9")
+    assert done.returncode != 0
+    assert "unknown target 'tier_T9'" in done.stdout + done.stderr
+    done = smk(workdir, "-n", "results/runs/nosuch/outcomes.parquet")
+    assert done.returncode != 0
+    assert "unknown design 'nosuch': no config/test/designs/nosuch.yaml" in (
+        done.stdout + done.stderr)
+
+
+def test_config_failing_the_schema_names_the_key(workdir):
+    done = smk(workdir, "-n", "exploratory", "--config", "tokens_in=-5", "bogus=1")
+    out = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "tokens_in: Input should be greater than or equal to 1" in out
+    assert "bogus: Extra inputs are not permitted" in out
+    assert "workflow/schemas/config.schema.json" in out
+
+
+def test_dag_renders_svg_and_mermaid(workdir):
+    done = smk(workdir, "--cores", "1", "dag", test_config=False)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    svg = (workdir / "results/dag/protocol.svg").read_text()
+    assert svg.lstrip().startswith(("<svg", "<?xml")) and "simulate_live" in svg
+    assert "gate" in svg and "freeze" in svg
+    mmd = (workdir / "results/dag/protocol.mmd").read_text()
+    assert mmd.startswith("flowchart TB") and "-->" in mmd
+
+
+def test_bazaar_targets_run_on_the_mock(workdir):
+    done = smk(workdir, "--cores", "2", "bazaar")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert (workdir / "results/bazaar/anchors/anchors.parquet").stat().st_size > 0
+    summary = workdir / "results/bazaar/eval/mock/mock-trader/micro/summary.json"
+    assert summary.exists() and (workdir / "results/bazaar/exploits/exploits_micro.json").exists()
+
+
+def test_runs_made_by_ma_design_are_reused(workdir):
+    done = subprocess.run([str(BIN / "ma"), "design", "config/test/designs/exploratory.yaml",
+                           "--workers", "2", "--quiet"], cwd=workdir, env=env(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    dry = smk(workdir, "-n", "exploratory")
+    assert "Nothing to be done" in dry.stdout + dry.stderr
+
+
+def test_rehearsal_runs_live_cells_on_the_mock_apart_from_live_results(workdir):
+    with FakeAPI() as api:
+        done = smk(workdir, "--cores", "2", "rehearse_pilot",
+                   OPENAI_BASE_URL=f"{api.url}/v1", OPENAI_API_KEY="sk-test")
+        assert api.requests == []
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    table = pl.read_parquet(workdir / "results/rehearsal/pilot_openai/outcomes.parquet")
+    assert table.filter(pl.col("cell") == "share_25")["n_llm_decisions"].min() > 0
+    assert (workdir / "results/rehearsal/cache/pilot_openai.sqlite").exists()
+    assert not (workdir / "results/runs").exists() and not (workdir / "results/cache").exists()
+    assert not (workdir / "results/manifests/budget").exists()  # no gate for the mock
+
+
+def test_library_cell_waits_for_its_library_live_and_rehearsed(workdir):
+    live = smk(workdir, "-n", "tier_T6", test_config=False)
+    out = live.stdout + live.stderr
+    assert live.returncode == 0, out[-3000:]
+    assert re.search(r"^library\s+1$", out, re.M)  # built from T1's cache, before T6 runs
+    rehearsed = smk(workdir, "-n", "rehearse_T6", test_config=False)
+    out = rehearsed.stdout + rehearsed.stderr
+    assert rehearsed.returncode == 0, out[-3000:]
+    assert re.search(r"^rehearse_library\s+1$", out, re.M)
+    assert not re.search(r"^library\s+\d+$", out, re.M)  # a rehearsal never starts live work
+    assert "results/rehearsal/library/nano_v1.npz" in out

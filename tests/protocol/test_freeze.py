@@ -1,0 +1,105 @@
+"""Freeze: build, verify, refuse after a frozen file or the confirmatory config changes."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import market_agents
+from market_agents.protocol.freeze import FROZEN_FILES, FreezeError, build, load, mde, verify
+
+PKG = Path(market_agents.__file__).parent
+
+
+@pytest.fixture
+def pkg_copy(tmp_path):
+    for name in FROZEN_FILES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(PKG / name, tmp_path / name)
+    return tmp_path
+
+
+def _design():
+    return {"name": "confirmatory", "path": "config/designs/confirmatory.yaml",
+            "config_hash": "a" * 64, "budgets": {"T1": 10.13},
+            "cells": {"share_0": {"tier": "T1", "seeds": list(range(101, 131)), "models": [],
+                                  "live_decisions": 0},
+                      "share_25": {"tier": "T1", "seeds": list(range(101, 111)),
+                                   "models": ["gpt-5.4-nano"], "live_decisions": 6750},
+                      "memory_25": {"tier": "T4", "seeds": [101, 102, 103, 104],
+                                    "models": ["gpt-5.4-nano"], "live_decisions": 2025}}}
+
+
+PILOT = {"pass": True, "sigma_d": {"share_25": {"n_pairs": 3, "volatility": 0.002},
+                                   "share_50": {"n_pairs": 3, "volatility": 0.004}}}
+PRICES = {"models": {"gpt-5.4-nano": {"input": 0.2, "output": 1.25}}}
+
+
+def test_mde_formula():
+    assert mde(1.0, 4) == pytest.approx((1.959964 + 0.841621) / 2, rel=1e-5)
+    assert mde(None, 4) is None
+
+
+def test_build_records_everything_the_protocol_lists(pkg_copy):
+    f = build(_design(), PILOT, PRICES, {"bubble_gap": 0.05}, package_root=pkg_copy)
+    assert set(f["frozen_files"]) == set(FROZEN_FILES)
+    assert f["git"]["commit"] and len(f["git"]["commit"]) == 40
+    assert f["models"] == {"gpt-5.4-nano": {"input": 0.2, "output": 1.25}}
+    assert f["sensitivity_grid"]["crash_drop"] == [0.07, 0.10, 0.15]
+    assert f["mde"]["share_25"]["mde"]["volatility"] == pytest.approx(2.8016 * 0.002 / 10**0.5,
+                                                                       rel=1e-4)
+    assert f["mde"]["memory_25"]["sigma_from"] == "max over pilot cells"
+    assert f["mde"]["memory_25"]["mde"]["volatility"] == pytest.approx(2.8016 * 0.004 / 2, rel=1e-4)
+    assert "share_0" not in f["mde"]
+    verify(f, "a" * 64, package_root=pkg_copy)  # unchanged: passes
+
+
+def test_refuses_after_outcomes_py_changes(pkg_copy):
+    f = build(_design(), PILOT, PRICES, {}, package_root=pkg_copy)
+    with open(pkg_copy / "analysis/outcomes.py", "a") as fh:
+        fh.write("\n# a change after the freeze\n")
+    with pytest.raises(FreezeError, match=r"no longer matches: analysis/outcomes\.py \(sha256"):
+        verify(f, "a" * 64, package_root=pkg_copy)
+
+
+def test_refuses_when_confirmatory_config_changes(pkg_copy):
+    f = build(_design(), PILOT, PRICES, {}, package_root=pkg_copy)
+    with pytest.raises(FreezeError, match="confirmatory config_hash"):
+        verify(f, "b" * 64, package_root=pkg_copy)
+
+
+def test_missing_freeze_and_missing_price_say_what_to_do(tmp_path, pkg_copy):
+    with pytest.raises(FreezeError, match="run `snakemake freeze`"):
+        load(tmp_path / "freeze.json")
+    with pytest.raises(FreezeError, match="no price for gpt-5.4-nano"):
+        build(_design(), PILOT, {"models": {}}, {}, package_root=pkg_copy)
+    with pytest.raises(FreezeError, match="run `snakemake pilot` first"):
+        build(_design(), {}, PRICES, {}, package_root=pkg_copy)
+
+
+def test_cli_refuses_a_failed_pilot_unless_accepted_and_never_overwrites(tmp_path):
+    import json
+    import subprocess
+
+    from tests.support.workflow import BIN, ROOT, env
+
+    pilot = tmp_path / "pilot.json"
+    pilot.write_text(json.dumps({**PILOT, "pass": False, "criteria": {
+        "validity": {"pass": True}, "cost_per_decision": {"pass": False}}}))
+    out = tmp_path / "freeze.json"
+    cmd = [str(BIN / "ma"), "freeze", "create", "config/test/designs/confirmatory.yaml",
+           "--pilot", str(pilot), "--out", str(out)]
+    run = lambda *extra: subprocess.run([*cmd, *extra], cwd=ROOT, env=env(),  # noqa: E731
+                                        capture_output=True, text=True, timeout=60)
+    refused = run()
+    assert refused.returncode == 2 and "pilot criteria failed: cost_per_decision" in refused.stderr
+    assert run("--accept-failed-pilot").returncode == 0
+    frozen = json.loads(out.read_text())
+    assert frozen["pilot_failed_criteria_accepted"] == ["cost_per_decision"]
+    assert frozen["config_hash"] and frozen["mde"]["share_25"]["seeds"] == 2
+    again = run("--accept-failed-pilot")
+    assert again.returncode == 2 and "a freeze is written once" in again.stderr
+    verify = subprocess.run([str(BIN / "ma"), "freeze", "verify",
+                             "config/test/designs/confirmatory.yaml", "--freeze", str(out)],
+                            cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
+    assert verify.returncode == 0, verify.stderr

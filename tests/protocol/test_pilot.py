@@ -1,0 +1,58 @@
+"""Pilot manifest: paired SDs vs the control and the pass/fail criteria."""
+
+import polars as pl
+import pytest
+
+from market_agents.errors import ConfigError
+from market_agents.protocol.pilot import criteria, paired_sd, summarize
+
+
+def _outcomes(valid=0.95, usd_per=0.0005, halts=0):
+    rows = []
+    for s in (1, 2, 3):
+        rows.append(dict(cell="share_0", seed=s, volatility=0.01 * s, n_llm_decisions=0,
+                         llm_usd=0.0, llm_valid_rate=None, llm_failure_rate=None,
+                         llm_cached_hits=None, llm_budget_halts=0, llm_tokens_in=0,
+                         llm_tokens_out=0, llm_tokens_reasoning=0, llm_order_share=None,
+                         llm_volume_share=None))
+        rows.append(dict(cell="share_25", seed=s, volatility=0.01 * s + [0.0, 0.002, 0.001][s - 1],
+                         n_llm_decisions=100, llm_usd=100 * usd_per, llm_valid_rate=valid,
+                         llm_failure_rate=0.02, llm_cached_hits=0.0,
+                         llm_budget_halts=halts if s == 1 else 0, llm_tokens_in=76000,
+                         llm_tokens_out=23000, llm_tokens_reasoning=0, llm_order_share=0.3,
+                         llm_volume_share=0.25))
+    return pl.DataFrame(rows)
+
+
+def test_paired_sd_is_sd_of_differences_over_shared_seeds():
+    table = paired_sd(_outcomes())
+    assert table["share_25"]["n_pairs"] == 3
+    assert table["share_25"]["volatility"] == pytest.approx(0.001)  # sd of 0, .002, .001
+
+
+def test_summary_passes_good_pilot():
+    m = summarize(_outcomes())
+    assert m["decisions"] == 300 and m["total_usd"] == pytest.approx(0.15)
+    assert m["tokens_per_decision"]["in"] == pytest.approx(760)
+    assert m["pass"] and all(c["pass"] for c in m["criteria"].values())
+    assert m["realized_shares"]["share_25"]["llm_volume_share"] == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("kw, failing", [({"valid": 0.7}, "validity"),
+                                         ({"usd_per": 0.0007}, "cost_per_decision"),
+                                         ({"halts": 1}, "no_budget_halts")])
+def test_each_criterion_fails_on_its_own(kw, failing):
+    m = summarize(_outcomes(**kw))
+    assert not m["pass"]
+    assert [k for k, c in m["criteria"].items() if not c["pass"]] == [failing]
+
+
+def test_cost_band_edges():
+    base = dict(validity_rate=0.9, failure_rate=0.0, budget_halts=0)
+    assert criteria({**base, "usd_per_decision": 0.00065})["cost_per_decision"]["pass"]
+    assert not criteria({**base, "usd_per_decision": 0.00034})["cost_per_decision"]["pass"]
+
+
+def test_missing_control_is_named():
+    with pytest.raises(ConfigError, match="no control cell 'share_0'"):
+        paired_sd(_outcomes().filter(pl.col("cell") != "share_0"))

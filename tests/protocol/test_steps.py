@@ -1,0 +1,157 @@
+"""Running designs: one step per run, resume, gather, sensitivity, mock rehearsal of live cells."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from market_agents.analysis.outcomes import EPISODE_KEYS, Thresholds
+from market_agents.cli import main as ma
+from market_agents.protocol.design import load_design, run_dir
+from market_agents.protocol.steps import (
+    MissingRuns,
+    StaleRun,
+    gather,
+    run_design,
+    sensitivity,
+    sensitivity_grid,
+)
+from market_agents.sim.rundir import score_run, write_outcomes
+from tests.support import ROOT
+from tests.support.fake_run import bubble_crash_path, make_run
+
+CONFIG = ROOT / "config"
+
+
+def tiny_design(tmp_path: Path, live: bool = True) -> Path:
+    """Two short cells; with ``live`` the LLM cell names OpenAI (so it can only run --mock)."""
+    provider = {"openai": 1.0} if live else {"mock": 1.0}
+    models = {"openai": "gpt-5.4-nano"} if live else {"mock": "gpt-5.4-nano"}
+    data = {
+        "name": "tiny", "base": str(CONFIG / "baseline.yaml"),
+        "prices": str(CONFIG / "prices.yaml"),
+        "seeds": "1-2",
+        "overrides": {"simulation.ticks": 120, "simulation.burn_in": 20,
+                      "population.n_traders": 30, "population.llm.provider_mix": provider,
+                      "population.llm.models": models, "population.llm.usd_cap": 1.0},
+        "planning": {"usd_per_decision": {"gpt-5.4-nano": 0.0005}},
+        "cells": [{"name": "share_0", "overrides": {"population.llm_share": 0.0}},
+                  {"name": "share_25", "overrides": {"population.llm_share": 0.25},
+                   "treatment": {"provider": "openai"}}],
+    }
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_mock_rehearsal_of_a_live_design_resumes(tmp_path):
+    design = load_design(tiny_design(tmp_path))
+    root = tmp_path / "results"
+    counts = run_design(design, workers=1, mock=True, root=root, progress=False)
+    assert counts == {"ran": 4, "scored": 0, "reused": 0}
+    run = run_dir("tiny", "share_25", 1, mock=True, root=root)
+    assert run.parts[-4:-2] == ("rehearsal", "tiny") and (run / "outcomes.json").exists()
+    assert not (root / "runs").exists()  # rehearsals never land among live results
+    out = json.loads((run / "outcomes.json").read_text())
+    assert out["n_llm_agents"] == 8 and out["n_llm_decisions"] > 0
+    # resume: nothing re-runs; a run whose outcomes.json was lost is re-scored, not re-simulated
+    (run / "outcomes.json").unlink()
+    again = run_design(design, workers=1, mock=True, root=root, progress=False)
+    assert again == {"ran": 0, "scored": 1, "reused": 3}
+    assert json.loads((run / "outcomes.json").read_text()) == out
+    # a design edited after the runs were made is not silently mixed with them
+    edited = yaml.safe_load(design.path.read_text())
+    edited["overrides"]["population.llm.memory"] = 3
+    design.path.write_text(yaml.safe_dump(edited))
+    with pytest.raises(StaleRun, match=r"share_25/seed0001: made from another config"):
+        run_design(load_design(design.path), cells=["share_25"], workers=1, mock=True,
+                   root=root, progress=False)
+
+
+def test_ma_cell_then_outcomes_then_gather(tmp_path, monkeypatch, capsys):
+    path = tiny_design(tmp_path, live=False)
+    monkeypatch.chdir(tmp_path)
+    assert ma(["cell", str(path), "share_25", "--seed", "1"]) == 0
+    run = Path("results/runs/tiny/share_25/seed0001")
+    assert (run / "manifest.json").exists() and not (run / "outcomes.json").exists()
+    assert ma(["outcomes", str(run), "--bubble", "0.03:5", "--crash", "0.07:20"]) == 0
+    assert ma(["gather", str(path)]) == 2  # three runs are missing
+    assert "3 run(s) have no outcomes.json" in capsys.readouterr().err
+    assert ma(["gather", str(path), "--allow-missing"]) == 0
+    table = pl.read_parquet("results/runs/tiny/outcomes.parquet")
+    assert table.height == 1
+    row = table.row(0, named=True)
+    assert (row["design"], row["cell"], row["seed"], row["llm_share"]) == ("tiny", "share_25", 1,
+                                                                          0.25)
+    assert row["treatment_provider"] == "openai" and len(row["config_hash"]) == 64
+    assert ma(["cell", str(path), "share_25", "--seed", "9"]) == 2
+    assert ma(["outcomes", str(run), "--bubble", "5%"]) == 2
+
+
+def test_ma_design_cli_and_gather(tmp_path, monkeypatch):
+    path = tiny_design(tmp_path, live=False)
+    monkeypatch.chdir(tmp_path)
+    assert ma(["design", str(path), "--workers", "2", "--quiet"]) == 0
+    table = pl.read_parquet("results/runs/tiny/outcomes.parquet")
+    assert sorted(zip(table["cell"], table["seed"], strict=True)) == [
+        ("share_0", 1), ("share_0", 2), ("share_25", 1), ("share_25", 2)]
+    fresh = score_run(run_dir("tiny", "share_0", 2))
+    assert table.filter((pl.col("cell") == "share_0") & (pl.col("seed") == 2))[
+        "volatility"].item() == pytest.approx(fresh["volatility"])
+
+
+def fake_design(tmp_path: Path) -> tuple[Path, Path]:
+    """A design whose run directories are hand-made paths with known episodes."""
+    path = tiny_design(tmp_path, live=False)
+    root = tmp_path / "results"
+    p, v = bubble_crash_path()
+    for cell in ("share_0", "share_25"):
+        for seed in (1, 2):
+            make_run(run_dir("tiny", cell, seed, root=root), p * (1 + 0.01 * seed), v, seed=seed)
+    return path, root
+
+
+def test_sensitivity_equals_fresh_scoring(tmp_path):
+    path, root = fake_design(tmp_path)
+    design = load_design(path)
+    grid = sensitivity_grid()
+    assert {(t.bubble_gap, t.crash_drop) for t in grid} == {
+        (b, c) for b in (0.03, 0.05, 0.08) for c in (0.07, 0.10, 0.15)}
+    table = sensitivity(design, grid, root=root)
+    assert table.height == 4 * 9
+    for row in table.iter_rows(named=True):
+        th = Thresholds(row["bubble_gap"], row["bubble_ticks"], row["crash_drop"],
+                        row["crash_ticks"])
+        fresh = score_run(run_dir("tiny", row["cell"], row["seed"], root=root), th)
+        assert {k: row[k] for k in EPISODE_KEYS} == {k: fresh[k] for k in EPISODE_KEYS}
+    # the grid matters: seed 1 has a 7.1 % bubble, one at 3 and 5 % and none at 8 %
+    by_gap = table.group_by("bubble_gap").agg(pl.col("n_bubbles").min()).sort("bubble_gap")
+    assert by_gap["n_bubbles"].to_list() == [1, 1, 0]
+
+
+def test_ma_sensitivity_cli(tmp_path, monkeypatch):
+    path, root = fake_design(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert ma(["sensitivity", str(path)]) == 0
+    table = pl.read_parquet(root / "runs/tiny/sensitivity.parquet")
+    assert table.height == 36
+    assert ma(["sensitivity", str(path), "--bubbles", "0.03,2"]) == 2
+
+
+def test_gather_and_sensitivity_name_missing_runs(tmp_path):
+    path, root = fake_design(tmp_path)
+    design = load_design(path)
+    with pytest.raises(MissingRuns, match=r"tiny.yaml: 4 run\(s\) have no outcomes.json"):
+        gather(design, root=root)
+    for cell, seed in design.runs():
+        write_outcomes(run_dir("tiny", cell, seed, root=root))
+    assert gather(design, root=root).height == 4
+    import shutil
+
+    shutil.rmtree(run_dir("tiny", "share_0", 1, root=root))
+    with pytest.raises(MissingRuns, match="1 run"):
+        sensitivity(design, sensitivity_grid(), root=root)
