@@ -9,24 +9,20 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
+from market_agents.core import Strict, canonical_json, validation_message
 from market_agents.errors import ConfigError
 from market_agents.llm.config import LLMConfig
 
 MAX_SEED = 2**32 - 1
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SimulationConfig(_Strict):
+class SimulationConfig(Strict):
     ticks: int = Field(default=600, ge=10, le=1_000_000)
     burn_in: int = Field(default=50, ge=0)
     decision_interval: int = Field(default=20, ge=1)
@@ -39,7 +35,7 @@ class SimulationConfig(_Strict):
         return self
 
 
-class FundamentalsConfig(_Strict):
+class FundamentalsConfig(Strict):
     """True value V (never shown to traders) and the public value V^pub.
 
     V moves by Gaussian steps (``sigma`` per tick, price units) and by hidden jumps: in each
@@ -75,7 +71,7 @@ class FundamentalsConfig(_Strict):
         return self
 
 
-class ExchangeConfig(_Strict):
+class ExchangeConfig(Strict):
     mechanism: Literal["book", "call_auction"] = "book"
     auction_interval: int = Field(default=5, ge=1, description="ticks between call auctions")
     tick_size: float = Field(default=0.01, gt=0)
@@ -88,7 +84,7 @@ class ExchangeConfig(_Strict):
     maintenance_margin: float = Field(default=0.22, gt=0, lt=1)
 
 
-class MixConfig(_Strict):
+class MixConfig(Strict):
     """Shares of the non-market-maker classical types; they must sum to 1."""
 
     fundamentalist: float = Field(default=0.35, ge=0, le=1)
@@ -108,7 +104,7 @@ class MixConfig(_Strict):
 ClassicalType = Literal["fundamentalist", "trend", "noise", "leveraged", "statarb"]
 
 
-class PopulationConfig(_Strict):
+class PopulationConfig(Strict):
     n_traders: int = Field(default=100, ge=2, le=100_000)
     n_market_makers: int = Field(default=5, ge=1)
     llm_share: float = Field(default=0.0, ge=0, le=1)
@@ -147,14 +143,14 @@ class PopulationConfig(_Strict):
         return min(round(self.llm_share * self.n_traders), self.n_traders - self.n_market_makers)
 
 
-class Shock(_Strict):
+class Shock(Strict):
     time: int = Field(ge=0)
     kind: Literal["fundamental_jump", "placebo"]
     size: float = 0.0
     asset: int | None = Field(default=None, ge=0, description="None: every asset")
 
 
-class Config(_Strict):
+class Config(Strict):
     simulation: SimulationConfig = Field(default_factory=SimulationConfig)
     fundamentals: FundamentalsConfig = Field(default_factory=FundamentalsConfig)
     exchange: ExchangeConfig = Field(default_factory=ExchangeConfig)
@@ -230,23 +226,13 @@ def validate(data: dict[str, Any], where: str) -> Config:
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            got = err.get("input")
-            got_s = "" if isinstance(got, dict) else f" (got {got!r})"
-            lines.append(f"{loc}: {err['msg']}{got_s}")
-        raise ConfigError(f"{where}: " + "; ".join(lines)) from None
+        raise ConfigError(f"{where}: {validation_message(exc, data)}") from None
 
 
 def load_config(path: str | Path, sets: list[str] | None = None) -> Config:
     data = read_yaml(path)
     overrides = dict(parse_set(s) for s in sets or [])
     return validate(apply_overrides(data, overrides, str(path)), str(path))
-
-
-def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
 def config_hash(config: Config) -> str:

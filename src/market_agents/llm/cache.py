@@ -16,7 +16,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from market_agents.llm.types import canonical_json
+from market_agents.core import canonical_json
 
 log = logging.getLogger(__name__)
 ENTRY_VERSION = 1

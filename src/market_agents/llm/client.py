@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from market_agents.core import canonical_json
 from market_agents.errors import BudgetExceeded, MarketAgentsError
 from market_agents.llm.budget import Budget
 from market_agents.llm.cache import ResponseCache
@@ -28,7 +29,7 @@ from market_agents.llm.config import LLMConfig
 from market_agents.llm.pricing import PriceTable, load_prices
 from market_agents.llm.providers.base import Provider, ProviderError
 from market_agents.llm.providers.registry import load_env, make_provider
-from market_agents.llm.types import LLMRequest, LLMResponse, LLMResult, Usage, canonical_json
+from market_agents.llm.types import LLMRequest, LLMResponse, LLMResult, Usage
 
 Parse = Callable[[str], Any]
 

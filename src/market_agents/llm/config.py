@@ -15,17 +15,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from market_agents.core import Strict
 
 KINDS = ("mock", "openai", "anthropic", "openai_compatible", "library")
 FREE_KINDS = ("mock", "library")  # answer without a paid call: no key, no budget
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ProviderSettings(_Strict):
+class ProviderSettings(Strict):
     """Per-route settings. Keys are never stored here: ``api_key_env`` names the variable."""
 
     kind: Literal["mock", "openai", "anthropic", "openai_compatible"] | None = None
@@ -40,7 +38,7 @@ class ProviderSettings(_Strict):
     invalid_rate: float = Field(default=0.05, ge=0, le=1, description="mock only")
 
 
-class TokenProfile(_Strict):
+class TokenProfile(Strict):
     """Tokens per decision used to plan spend and to estimate the next call's cost before any
     call of that model has been priced."""
 
@@ -48,7 +46,7 @@ class TokenProfile(_Strict):
     tokens_out: int = Field(default=230, ge=0)
 
 
-class LLMConfig(_Strict):
+class LLMConfig(Strict):
     provider_mix: dict[str, float] = Field(default_factory=lambda: {"mock": 1.0})
     models: dict[str, str | list[str]] = Field(default_factory=lambda: {"mock": "mock-trader"})
     prompt_set: Literal["single", "diverse"] = "single"

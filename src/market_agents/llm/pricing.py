@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
+from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
 from market_agents.llm.types import Usage
 
@@ -19,9 +20,7 @@ DEFAULT_PATH = Path(__file__).resolve().parents[3] / "config" / "prices.yaml"
 PRICES_ENV = "MARKET_AGENTS_PRICES"
 
 
-class ModelPrice(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ModelPrice(Strict):
     provider: str
     input: float = Field(ge=0, description="USD per `per_tokens` uncached input tokens")
     cached_input: float = Field(ge=0)
@@ -37,9 +36,7 @@ class ModelPrice(BaseModel):
         return v
 
 
-class PriceTable(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class PriceTable(Strict):
     currency: Literal["USD"]
     per_tokens: int = Field(gt=0)
     models: dict[str, ModelPrice]
@@ -97,10 +94,7 @@ def _load(path: str) -> PriceTable:
     try:
         return PriceTable.model_validate({**data, "path": path})
     except ValidationError as exc:
-        where = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-        raise ConfigError(f"{path}: {where}") from None
+        raise ConfigError(f"{path}: {validation_message(exc, data)}") from None
 
 
 def cost(model: str, usage: Usage, table: PriceTable | None = None) -> float:

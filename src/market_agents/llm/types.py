@@ -7,13 +7,10 @@ canonical JSON (minus transport settings) is the cache key.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-
-def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+from market_agents.core import canonical_json
 
 
 @dataclass(frozen=True, slots=True)

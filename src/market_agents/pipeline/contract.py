@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from market_agents.config import read_yaml
+from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
 
 Mode = Literal["sanity", "pilot", "full"]
@@ -32,16 +33,12 @@ DEFAULT_MODES: dict[str, dict[str, Any]] = {
 }
 
 
-class ModeSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ModeSpec(Strict):
     configfile: str | None = None
     config: dict[str, Any] = Field(default_factory=dict)
 
 
-class RunSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RunSpec(Strict):
     run_id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     target: str = Field(description="Snakemake target, e.g. exploratory or tier_T1")
@@ -63,11 +60,11 @@ def load_run_spec(run_id: str, root: Path = Path(".")) -> RunSpec:
     if not path.exists():
         known = sorted(p.stem for p in (root / "config" / "run").glob("*.yaml"))
         raise ConfigError(f"RUN_ID={run_id!r}: no {path} (runs: {', '.join(known) or 'none'})")
+    raw = read_yaml(path)
     try:
-        spec = RunSpec.model_validate(read_yaml(path))
+        spec = RunSpec.model_validate(raw)
     except ValidationError as exc:
-        msgs = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
-        raise ConfigError(f"{path}: " + "; ".join(msgs)) from None
+        raise ConfigError(f"{path}: {validation_message(exc, raw)}") from None
     if spec.run_id != run_id:
         raise ConfigError(f"{path}: run_id {spec.run_id!r} differs from the file name")
     return spec

@@ -12,16 +12,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
 
 SCHEMA_DIR = Path("workflow/schemas")
 
 
-class WorkflowConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class WorkflowConfig(Strict):
     designs_dir: str = Field(default="config/designs", description="where <design>.yaml live")
     exploratory: str = Field(default="exploratory", description="Phase 5a mock design")
     sigma: str = Field(default="sigma", description="free control runs for the outcome SDs")
@@ -54,13 +53,10 @@ def validate_workflow_config(
     try:
         return WorkflowConfig.model_validate(data or {})
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            lines.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
         raise ConfigError(
-            f"{where}: " + "; ".join(lines) + ". Fix the key in config/workflow.yaml (or the "
-            "--config/--configfile you passed); the schema is workflow/schemas/config.schema.json"
+            f"{where}: {validation_message(exc, data)}. Fix the key in config/workflow.yaml "
+            "(or the --config/--configfile you passed); the schema is "
+            "workflow/schemas/config.schema.json"
         ) from None
 
 

@@ -12,19 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from market_agents.config import Config, apply_overrides, read_yaml, validate
+from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
 
 RESULTS = Path("results")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class CellSpec(_Strict):
+class CellSpec(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_]+$")
     tier: str | None = None
     seeds: list[int] | str | None = None
@@ -35,7 +32,7 @@ class CellSpec(_Strict):
     note: str | None = None
 
 
-class Planning(_Strict):
+class Planning(Strict):
     """The protocol's planning convention: USD per decision by model (§4, §5.2) and, unless
     set, decisions per agent = floor((ticks - burn_in) / decision_interval) (= 27)."""
 
@@ -43,13 +40,13 @@ class Planning(_Strict):
     decisions_per_agent: int | None = Field(default=None, ge=1)
 
 
-class BudgetSpec(_Strict):
+class BudgetSpec(Strict):
     cap_usd: float | None = Field(default=None, ge=0, description="project or pilot cap")
     tiers: dict[str, float] = Field(default_factory=dict, description="USD per tier")
     reserved_usd: dict[str, float] = Field(default_factory=dict, description="e.g. pilot")
 
 
-class DesignSpec(_Strict):
+class DesignSpec(Strict):
     name: str | None = None
     description: str = ""
     base: str = "../baseline.yaml"
@@ -207,15 +204,7 @@ def load_design(path: str | Path) -> Design:
     try:
         spec = DesignSpec.model_validate(raw)
     except ValidationError as exc:
-        msgs = []
-        for err in exc.errors():
-            loc = list(err["loc"])
-            if len(loc) >= 2 and loc[0] == "cells" and isinstance(loc[1], int):
-                cells = raw.get("cells") or []
-                name = cells[loc[1]].get("name") if isinstance(cells[loc[1]], dict) else None
-                loc[1] = f"[{name or loc[1]}]"
-            msgs.append(f"{'.'.join(str(p) for p in loc)}: {err['msg']}")
-        raise ConfigError(f"{path}: " + "; ".join(msgs)) from None
+        raise ConfigError(f"{path}: {validation_message(exc, raw)}") from None
     base_path = (path.parent / spec.base).resolve()
     design = Design(
         name=spec.name or path.stem, path=path, cells={},
