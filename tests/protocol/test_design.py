@@ -11,7 +11,14 @@ import yaml
 from market_agents.cli import main as ma
 from market_agents.errors import ConfigError
 from market_agents.protocol.design import load_design, run_dir
-from market_agents.protocol.planning import plan_cell, plan_design, run_plans, tier_totals
+from market_agents.protocol.planning import (
+    RunPlan,
+    plan_cell,
+    plan_design,
+    run_plans,
+    tier_totals,
+)
+from market_agents.protocol.tiers import NO_TIER
 from tests.support import ROOT
 
 DESIGNS = ROOT / "config" / "designs"
@@ -121,9 +128,16 @@ def test_budget_reproduces_pilot_table():
 
 def test_run_plans_rows_for_the_gate(confirmatory):
     rows = run_plans(confirmatory, cells=["share_25"])
-    assert len(rows) == 10 and rows[0] == {"tier": "T1", "cell": "share_25", "seed": 101,
-                                           "live": True, "decisions": 675.0,
-                                           "usd": pytest.approx(0.3375)}
+    assert len(rows) == 10
+    assert rows[0] == RunPlan("T1", "share_25", 101, 675, pytest.approx(0.3375))
+    assert not rows[0].done
+
+
+def test_cells_without_a_tier_take_the_one_no_tier_label():
+    pilot = load_design(DESIGNS / "pilot_openai.yaml")
+    assert {r.tier for r in run_plans(pilot)} == {NO_TIER}
+    assert list(pilot.tiers) == [NO_TIER]
+    assert set(tier_totals(plan_design(pilot))) == {NO_TIER}
 
 
 def test_ma_budget_cli(capsys):

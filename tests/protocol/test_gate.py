@@ -5,7 +5,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from market_agents.errors import BudgetExceeded
-from market_agents.protocol.gate import Caps, RunPlan, approve, is_approved, sacrifice
+from market_agents.protocol.gate import Caps, approve, is_approved, sacrifice
+from market_agents.protocol.planning import RunPlan
 
 
 def _caps(**kw):

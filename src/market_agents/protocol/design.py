@@ -17,6 +17,8 @@ from pydantic import Field, ValidationError, model_validator
 from market_agents.config import Config, apply_overrides, read_yaml, validate
 from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
+from market_agents.protocol.planning import check_budgets
+from market_agents.protocol.tiers import label
 
 RESULTS = Path("results")
 
@@ -113,7 +115,7 @@ class Design:
     def tiers(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for cell in self.cells.values():
-            out.setdefault(cell.tier or "-", []).append(cell.name)
+            out.setdefault(label(cell.tier), []).append(cell.name)
         return out
 
     def cell(self, name: str) -> Cell:
@@ -249,8 +251,6 @@ def check_design(design: Design) -> None:
         design.cell_config(c.name, mock=True)
         if design.is_live(c.name):
             _check_live_prices(design, c.name)
-    from market_agents.protocol.planning import check_budgets  # budget imports design: import late
-
     check_budgets(design)
 
 

@@ -11,41 +11,13 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from market_agents.errors import BudgetExceeded, ConfigError
 from market_agents.protocol.design import Design, run_dir
-
-# Protocol §5.3: T6 → T5 → T3 (share_75/100 first) → T4 poslimit → T2 mini_25 → T4 others;
-# T1 last and never below ``t1_min_seeds``. A group is (tier, cells or None = every cell).
-SACRIFICE_ORDER: tuple[tuple[str, tuple[str, ...] | None], ...] = (
-    ("T6", None),
-    ("T5", None),
-    ("T3", ("share_75", "share_100")),
-    ("T3", None),
-    ("T4", ("poslimit_25",)),
-    ("T2", ("mini_25",)),
-    ("T4", None),
-    ("T1", None),
-)
-TIER_ORDER = ("T1", "T2", "T3", "T4", "T5", "T6")
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    """One run of a design: its planned live decisions/USD and, when finished, what it spent."""
-
-    tier: str
-    cell: str
-    seed: int
-    decisions: int
-    usd: float
-    spent_usd: float | None = None  # None: not finished yet
-
-    @property
-    def done(self) -> bool:
-        return self.spent_usd is not None
+from market_agents.protocol.planning import RunPlan, run_plans
+from market_agents.protocol.tiers import SACRIFICE_ORDER, tier_key
 
 
 @dataclass(frozen=True)
@@ -58,13 +30,9 @@ class Caps:
     t1_min_seeds: int = 8
 
 
-def _tier_index(tier: str) -> int:
-    return TIER_ORDER.index(tier) if tier in TIER_ORDER else len(TIER_ORDER)
-
-
 def reconcile(runs: Sequence[RunPlan], tier: str) -> dict:
     """Spend vs plan over the finished runs of the tiers before ``tier``."""
-    earlier = [r for r in runs if r.done and _tier_index(r.tier) < _tier_index(tier)]
+    earlier = [r for r in runs if r.done and tier_key(r.tier) < tier_key(tier)]
     planned = sum(r.usd for r in earlier)
     spent = sum(r.spent_usd or 0.0 for r in earlier)
     return {
@@ -83,7 +51,7 @@ def sacrifice(
     its lowest (pre-registered, used-in-order) seeds. Only tiers from ``from_tier`` on are cut."""
     if deficit_usd <= 0:
         return []
-    first = _tier_index(from_tier)
+    first = tier_key(from_tier)
     seeds_left: dict[tuple[str, str], int] = defaultdict(int)
     for r in runs:
         seeds_left[(r.tier, r.cell)] += 1
@@ -91,7 +59,7 @@ def sacrifice(
     saved = 0.0
     taken: set[tuple[str, str, int]] = set()
     for tier, cells in SACRIFICE_ORDER:
-        if _tier_index(tier) < first:
+        if tier_key(tier) < first:
             continue
         floor = t1_min_seeds if tier == "T1" else 0
         pool = [
@@ -191,8 +159,6 @@ def is_approved(manifest: dict, cell: str, seed: int) -> bool:
 
 # --- reading designs and run directories ------------------------------------------------------
 
-NO_TIER = "all"
-
 
 def recorded_usd(run: Path) -> float | None:
     """USD a finished run paid: the manifest's ``llm_usage.usd_spent`` (mock answers and cache
@@ -210,14 +176,10 @@ def recorded_usd(run: Path) -> float | None:
 
 
 def design_runs(design: Design, results: Path = Path("results")) -> list[RunPlan]:
-    from market_agents.protocol.planning import run_plans
-
-    rows = []
-    for r in run_plans(design):
-        tier = NO_TIER if r["tier"] == "-" else r["tier"]
-        spent = recorded_usd(run_dir(design.name, r["cell"], r["seed"], root=results))
-        rows.append(RunPlan(tier, r["cell"], r["seed"], round(r["decisions"]), r["usd"], spent))
-    return rows
+    """The design's planned runs with what each finished one paid (from its run directory)."""
+    return [replace(r, spent_usd=recorded_usd(run_dir(design.name, r.cell, r.seed,
+                                                      root=results)))
+            for r in run_plans(design)]
 
 
 def project_spent(results: Path = Path("results")) -> float:

@@ -14,9 +14,30 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from market_agents.errors import ConfigError
-from market_agents.protocol.design import Design
+from market_agents.protocol.tiers import NO_TIER, label
+
+if TYPE_CHECKING:  # design.py imports this module to check budgets when a design loads
+    from market_agents.protocol.design import Design
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One run of a design: its planned live decisions and USD (planning rate) and, once it has
+    finished, what it paid. The one row type the gate, the workflow and ``ma budget`` share."""
+
+    tier: str  # tiers.label(): NO_TIER for a design without tiers
+    cell: str
+    seed: int
+    decisions: int  # planned live decisions of this run
+    usd: float  # planned USD of this run, at the planning rate
+    spent_usd: float | None = None  # None: not finished yet
+
+    @property
+    def done(self) -> bool:
+        return self.spent_usd is not None
 
 
 @dataclass
@@ -114,21 +135,17 @@ def plan_design(design: Design, tokens_in: int = 760, tokens_out: int = 230,
 
 
 def run_plans(design: Design, cells: list[str] | None = None,
-              max_seeds: int | None = None) -> list[dict]:
-    """One row per run (tier, cell, seed, decisions, usd at the planning rate), for the gate."""
-    rows = []
-    for p in plan_design(design, cells=cells, max_seeds=max_seeds):
-        if p.unavailable:
-            continue
-        rows += [{"tier": p.tier or "-", "cell": p.cell, "seed": s, "live": p.live,
-                  "decisions": p.run_decisions, "usd": p.run_usd} for s in p.seeds]
-    return rows
+              max_seeds: int | None = None) -> list[RunPlan]:
+    """One :class:`RunPlan` per run of the available cells, none finished yet."""
+    return [RunPlan(label(p.tier), p.cell, s, round(p.run_decisions), p.run_usd)
+            for p in plan_design(design, cells=cells, max_seeds=max_seeds)
+            if not p.unavailable for s in p.seeds]
 
 
 def tier_totals(plans: list[CellPlan]) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for p in plans:
-        t = out.setdefault(p.tier or "-", {"decisions": 0, "usd": 0.0, "table_usd": 0.0})
+        t = out.setdefault(label(p.tier), {"decisions": 0, "usd": 0.0, "table_usd": 0.0})
         t["decisions"] += p.decisions
         t["usd"] += p.usd
         t["table_usd"] += p.table_usd
@@ -167,7 +184,7 @@ def render(design: Design, plans: list[CellPlan], tokens_in: int, tokens_out: in
              f"{'decisions':>10} {'USD plan':>9} {'USD table':>9} {'cap/run':>8}"]
     by_tier: dict[str, list[CellPlan]] = {}
     for p in plans:
-        by_tier.setdefault(p.tier or "-", []).append(p)
+        by_tier.setdefault(label(p.tier), []).append(p)
     totals = tier_totals(plans)
     for tier, rows in by_tier.items():
         for p in rows:
@@ -181,7 +198,7 @@ def render(design: Design, plans: list[CellPlan], tokens_in: int, tokens_out: in
                 f"{p.run_decisions:>8,.1f} {p.decisions:>10,} {p.usd:>9.2f} {p.table_usd:>9.2f} "
                 f"{p.run_cap_usd:>8.2f}" + (f"  [{models}]" if len(p.by_model) > 1 else "")
                 + ("" if p.live or p.n_llm == 0 else "  (no paid calls)"))
-        if tier == "-":
+        if tier == NO_TIER:
             continue
         t = totals[tier]
         budget = design.budget.tiers.get(tier)
