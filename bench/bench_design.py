@@ -14,9 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from market_agents.analysis.scoring import score_run
 from market_agents.protocol.design import load_design, run_dir
 from market_agents.protocol.steps import run_design, sensitivity, sensitivity_grid, write_gather
-from market_agents.sim.rundir import score_run
 
 
 def timed(design, root: Path, workers: int, max_seeds: int | None) -> tuple[float, int]:

@@ -18,8 +18,8 @@ from market_agents.llm.pricing import load_prices
 from market_agents.llm.providers.mock import MockProvider
 from market_agents.market.types import BUY, AssetView, MarketView, Order
 from market_agents.rng import Streams
+from market_agents.sim.rundir import SCHEMAS
 from market_agents.sim.runner import run_to_dir
-from market_agents.sim.simulation import LLM_DECISIONS_SCHEMA
 from market_agents.testing.fakeserver import FakeAPI
 
 PARQUETS = ("ticks", "trades", "orders", "agents", "llm_decisions")
@@ -73,7 +73,7 @@ def test_decisions_become_orders_and_rows():
     assert sorted(out) == list(range(40))
     rows = p.records()
     assert [r["slot"] for r in rows] == list(range(40))
-    assert all(set(r) == set(LLM_DECISIONS_SCHEMA) for r in rows)
+    assert all(set(r) == set(SCHEMAS["llm_decisions"]) for r in rows)
     for r in rows:
         orders = out[r["slot"]]
         if r["valid"] and r["action"] != "hold":

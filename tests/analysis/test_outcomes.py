@@ -12,7 +12,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from market_agents.analysis.outcomes import Thresholds, bubbles, crashes, spillover_dy
-from market_agents.sim.rundir import RunDirError, load_run, score_run, write_outcomes
+from market_agents.analysis.scoring import load_run, score_run, write_outcomes
+from market_agents.sim.rundir import RunDirError
 from tests.support.fake_run import LLM_DECISION_COLUMNS, bubble_crash_path, make_run
 
 

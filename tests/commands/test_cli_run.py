@@ -67,12 +67,13 @@ def test_unwritable_out(tmp_path, baseline_path, capsys):
 
 def test_interrupted_run_leaves_nothing_that_looks_complete(tmp_path, baseline_path,
                                                             monkeypatch):
+    import market_agents.sim.rundir as rundir
     import market_agents.sim.runner as runner
 
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "write_json", boom)
+    monkeypatch.setattr(rundir, "write_files", boom)
     with pytest.raises(KeyboardInterrupt):
         runner.run_to_dir(load_config(baseline_path), 1, tmp_path / "run", progress=False)
     assert list(tmp_path.iterdir()) == []

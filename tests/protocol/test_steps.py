@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from market_agents.analysis.outcomes import EPISODE_KEYS, Thresholds
+from market_agents.analysis.scoring import score_run, write_outcomes
 from market_agents.cli import main as ma
 from market_agents.protocol.design import load_design, run_dir
 from market_agents.protocol.steps import (
@@ -20,7 +21,6 @@ from market_agents.protocol.steps import (
     sensitivity,
     sensitivity_grid,
 )
-from market_agents.sim.rundir import score_run, write_outcomes
 from tests.support import ROOT
 from tests.support.fake_run import bubble_crash_path, make_run
 

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from market_agents.config import Config, load_config
 from market_agents.market.types import AssetView, MarketView
-from market_agents.sim.runner import PARQUET_FILES, run_to_dir
+from market_agents.sim.rundir import TABLES
+from market_agents.sim.runner import run_to_dir
 from market_agents.sim.simulation import simulate
 
 CONFIRMATORY = ["fundamentals.jump_prob=1.0", "fundamentals.jump_sigma=4.0",
@@ -21,7 +22,7 @@ def test_same_config_and_seed_give_identical_files(tmp_path, baseline_path):
     cfg = load_config(baseline_path)
     a = run_to_dir(cfg, 3, tmp_path / "a", progress=False)
     b = run_to_dir(cfg, 3, tmp_path / "b", progress=False)
-    for name in PARQUET_FILES:
+    for name in TABLES:
         assert (a / f"{name}.parquet").read_bytes() == (b / f"{name}.parquet").read_bytes(), name
     assert (a / "config.yaml").read_text() == (b / "config.yaml").read_text()
     c = run_to_dir(cfg, 4, tmp_path / "c", progress=False)

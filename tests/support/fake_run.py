@@ -1,4 +1,5 @@
-"""Hand-made run directories in the schema of docs/interfaces.md, for outcome tests."""
+"""Hand-made run directories in the format of ``market_agents.sim.rundir`` (file names and
+column types from there), for outcome and step tests."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import numpy as np
 import polars as pl
 import yaml
 
-LLM_DECISION_COLUMNS = {
-    "tick": pl.Int32, "slot": pl.Int32, "valid": pl.Boolean, "error_class": pl.Utf8,
-    "tokens_in": pl.Int64, "tokens_out": pl.Int64,
-    "tokens_reasoning": pl.Int64, "usd": pl.Float64,
-}
+from market_agents.sim.rundir import CONFIG_FILE, MANIFEST_FILE, SCHEMAS, table_file
+
+# The llm_decisions columns the outcome tests fill by hand (types from the run format).
+LLM_DECISION_COLUMNS = {k: SCHEMAS["llm_decisions"][k] for k in (
+    "tick", "slot", "valid", "error_class", "tokens_in", "tokens_out", "tokens_reasoning",
+    "usd")}
 
 
 def ticks_frame(prices: list[np.ndarray], values: list[np.ndarray],
@@ -45,32 +47,32 @@ def make_run(root: Path, prices, values=None, *, burn_in: int = 0, shocks=None, 
         values = [np.full(len(p), 100.0) for p in prices]
     values = [np.asarray(v, dtype=float) for v in _listed(values)]
     root.mkdir(parents=True, exist_ok=True)
-    ticks_frame(prices, values, halted).write_parquet(root / "ticks.parquet")
+    ticks_frame(prices, values, halted).write_parquet(root / table_file("ticks"))
     (trades if trades is not None else pl.DataFrame({
         "tick": [1, 2], "asset": [0, 0], "price": [100.0, 100.0], "qty": [3, 1],
         "buyer": [0, 1], "seller": [1, 0], "aggressor": [1, -1],
         "buyer_llm": [True, False], "seller_llm": [False, False]})).write_parquet(
-        root / "trades.parquet")
+        root / table_file("trades"))
     (orders if orders is not None else pl.DataFrame({
         "tick": [1, 1, 2, 3], "slot": [0, 1, 1, 0], "asset": [0, 0, 0, 0],
         "order_id": [1, 2, 3, 4], "kind": ["limit", "market", "cancel", "limit"],
         "side": [1, -1, 0, 1], "qty": [1, 1, 0, 1], "price": [100.0, None, None, 99.0],
         "status": ["accepted", "rejected", "accepted", "accepted"],
         "reason": [None, "position_limit", None, None],
-        "is_llm": [True, False, False, False]})).write_parquet(root / "orders.parquet")
+        "is_llm": [True, False, False, False]})).write_parquet(root / table_file("orders"))
     n_assets = len(prices)
     (agents if agents is not None else pl.DataFrame({
         "slot": [0, 1, 2, 3], "type": ["llm", "market_maker", "noise", "trend"],
         "is_llm": [True, False, False, False], "cash": [1e4] * 4,
         "shares": [20, 20, 20, 20], "shares_1": [20] * 4 if n_assets == 2 else [None] * 4,
         "wealth": [1e4] * 4, "n_decisions": [2, 0, 5, 5]})).write_parquet(
-        root / "agents.parquet")
+        root / table_file("agents"))
     (decisions if decisions is not None else pl.DataFrame(
-        schema=LLM_DECISION_COLUMNS)).write_parquet(root / "llm_decisions.parquet")
+        schema=SCHEMAS["llm_decisions"])).write_parquet(root / table_file("llm_decisions"))
     manifest = {"config_hash": "abc123", "seed": seed, "shocks": shocks or [],
                 "halts": halts or [], "n_rejects": 1, **(manifest_extra or {})}
-    (root / "manifest.json").write_text(json.dumps(manifest))
-    (root / "config.yaml").write_text(yaml.safe_dump({"simulation": {"burn_in": burn_in}}))
+    (root / MANIFEST_FILE).write_text(json.dumps(manifest))
+    (root / CONFIG_FILE).write_text(yaml.safe_dump({"simulation": {"burn_in": burn_in}}))
     return root
 
 

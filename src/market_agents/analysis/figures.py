@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from market_agents.errors import ConfigError
+from market_agents.sim.rundir import MANIFEST_FILE, table_file
 
 
 def _pyplot():
@@ -25,8 +26,8 @@ def run_figure(run_dir: str | Path, out: str | Path, asset: int = 0) -> Path:
     below."""
     run_dir, out = Path(run_dir), Path(out)
     try:
-        ticks = pl.read_parquet(run_dir / "ticks.parquet").filter(pl.col("asset") == asset)
-        manifest = json.loads((run_dir / "manifest.json").read_text())
+        ticks = pl.read_parquet(run_dir / table_file("ticks")).filter(pl.col("asset") == asset)
+        manifest = json.loads((run_dir / MANIFEST_FILE).read_text())
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{run_dir}: not a complete run directory ({exc})") from None
     if ticks.is_empty():

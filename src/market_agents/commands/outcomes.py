@@ -63,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from market_agents.sim.rundir import write_outcomes
+    from market_agents.analysis.scoring import write_outcomes
 
     out = write_outcomes(args.run_dir, thresholds(args))
     if args.show:

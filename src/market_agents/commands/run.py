@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from market_agents.config import load_config
 
@@ -30,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from market_agents.config import check_seed
+    from market_agents.sim.rundir import read_manifest
     from market_agents.sim.runner import prepare_out, run_to_dir
 
     config = load_config(args.config, args.sets)
@@ -38,7 +38,7 @@ def main(args: argparse.Namespace) -> int:
     out = run_to_dir(config, args.seed, args.out, args.cache,
                      progress=False if args.quiet else None)
     if not args.quiet:
-        manifest = json.loads((out / "manifest.json").read_text())
+        manifest = read_manifest(out)
         print(f"wrote {out} (conservation {'ok' if manifest['final_conservation_ok'] else 'FAILED'}"
               f", {manifest['wall_time_s']:.2f} s)")
     return 0

@@ -18,6 +18,7 @@ from market_agents.errors import BudgetExceeded, ConfigError
 from market_agents.protocol.design import Design, run_dir
 from market_agents.protocol.planning import RunPlan, run_plans
 from market_agents.protocol.tiers import SACRIFICE_ORDER, tier_key
+from market_agents.sim.rundir import MANIFEST_FILE, OUTCOMES_FILE
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ def is_approved(manifest: dict, cell: str, seed: int) -> bool:
 def recorded_usd(run: Path) -> float | None:
     """USD a finished run paid: the manifest's ``llm_usage.usd_spent`` (mock answers and cache
     replays cost nothing), else ``llm_usd`` of outcomes.json; None when it has not finished."""
-    outcomes, manifest = run / "outcomes.json", run / "manifest.json"
+    outcomes, manifest = run / OUTCOMES_FILE, run / MANIFEST_FILE
     if manifest.exists():
         usage = json.loads(manifest.read_text()).get("llm_usage") or {}
         if "usd_spent" in usage:
@@ -216,7 +217,7 @@ def reconcile_tier(design: Design, tier: str, results: Path = Path("results")) -
     spent = sum(r.spent_usd or 0.0 for r in runs)
     llm_usd = 0.0
     for r in runs:
-        path = run_dir(design.name, r.cell, r.seed, root=results) / "outcomes.json"
+        path = run_dir(design.name, r.cell, r.seed, root=results) / OUTCOMES_FILE
         if path.exists():
             llm_usd += float(json.loads(path.read_text()).get("llm_usd") or 0.0)
     return {

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from market_agents.errors import ConfigError
+from market_agents.sim.rundir import table_file
 
 PRIMARY_OUTCOMES = (
     "volatility",
@@ -76,7 +77,7 @@ def latency(run_dirs: list[Path]) -> dict[str, float | None]:
     call, also when a decision was served from the cache)."""
     frames = []
     for d in run_dirs:
-        path = d / "llm_decisions.parquet"
+        path = d / table_file("llm_decisions")
         if path.exists():
             f = pl.read_parquet(path)
             if "latency_s" in f.columns and f.height:

@@ -20,15 +20,11 @@ from market_agents.analysis.outcomes import (
     Thresholds,
     episode_outcomes,
 )
+from market_agents.analysis.scoring import load_run, write_outcomes
+from market_agents.atomic import write_parquet_atomic
 from market_agents.errors import MarketAgentsError
 from market_agents.protocol.design import RESULTS, Design, cache_path, design_dir, run_dir
-from market_agents.sim.rundir import (
-    OUTCOMES_FILE,
-    load_run,
-    read_json,
-    write_outcomes,
-    write_parquet_atomic,
-)
+from market_agents.sim.rundir import OUTCOMES_FILE, is_complete, read_json, read_manifest
 
 
 class MissingRuns(MarketAgentsError):
@@ -64,15 +60,11 @@ def simulate(design: Design, cell: str, seed: int, mock: bool = False,
                       progress=progress)
 
 
-def complete(path: Path) -> bool:
-    return (path / "manifest.json").exists()
-
-
 def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path) -> None:
     """A saved run is reused only if it was made from the cell's current config."""
     from market_agents.config import config_hash
 
-    saved = read_json(path / "manifest.json").get("config_hash")
+    saved = read_manifest(path).get("config_hash")
     if saved != config_hash(design.cell_config(cell, mock)):
         raise StaleRun(f"{path}: made from another config than {design.where(cell)} now gives "
                        f"(config_hash {str(saved)[:12]}…); restore the design or move the run "
@@ -84,7 +76,7 @@ def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
                   th: Thresholds | None = None) -> str:
     """Simulate and score one run unless already done; returns what was done."""
     path = run_dir(design.name, cell, seed, mock, root)
-    if complete(path):
+    if is_complete(path):
         check_fresh(design, cell, seed, mock, path)
         if (path / OUTCOMES_FILE).exists():
             return "reused"
@@ -140,7 +132,7 @@ def sensitivity(design: Design, grid: list[Thresholds], mock: bool = False,
     missing = []
     for cell, seed in design.runs():
         path = run_dir(design.name, cell, seed, mock, root)
-        if not complete(path):
+        if not is_complete(path):
             missing.append(str(path))
             continue
         run = load_run(path)

@@ -1,51 +1,113 @@
-"""Reading a saved run directory (the schema in docs/interfaces.md) and writing JSON atomically.
+"""The run-directory format (docs/interfaces.md): the files one run writes, the schema of each
+table, and how they are read back. The one place that names them: the runner writes with it,
+scoring, the protocol's steps, the figures and the workflow's rules read with it.
 
-Kept apart from ``outcomes.py`` so the frozen scoring code does no I/O.
+A run directory ``results/runs/<design>/<cell>/seed<NNNN>/`` is written whole by
+:func:`market_agents.sim.runner.run_to_dir` (a temporary sibling renamed into place), so it is
+complete or absent; ``outcomes.json`` is added later by the scoring step, atomically.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import yaml
 
-from market_agents.analysis.outcomes import RunFiles, Thresholds, score
-from market_agents.atomic import write_json_atomic
 from market_agents.errors import MarketAgentsError
 
-TABLES = ("ticks", "trades", "orders", "agents", "llm_decisions")
+CONFIG_FILE = "config.yaml"
+MANIFEST_FILE = "manifest.json"
 OUTCOMES_FILE = "outcomes.json"
+
+# The tables of a run and their column types (polars); every run writes all five, the
+# llm_decisions table empty (same columns) when there are no LLM traders.
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "ticks": {
+        "tick": pl.Int32, "asset": pl.Int32, "last_price": pl.Float64, "mid_price": pl.Float64,
+        "best_bid": pl.Float64, "best_ask": pl.Float64, "spread": pl.Float64,
+        "fundamental": pl.Float64, "public_value": pl.Float64, "volume": pl.Int64,
+        "n_trades": pl.Int32, "halted": pl.Boolean,
+    },
+    "trades": {
+        "tick": pl.Int32, "asset": pl.Int32, "price": pl.Float64, "qty": pl.Int64,
+        "buyer": pl.Int32, "seller": pl.Int32, "aggressor": pl.Int8, "buyer_llm": pl.Boolean,
+        "seller_llm": pl.Boolean,
+    },
+    "orders": {
+        "tick": pl.Int32, "slot": pl.Int32, "asset": pl.Int32, "order_id": pl.Int64,
+        "kind": pl.Utf8, "side": pl.Int8, "qty": pl.Int64, "price": pl.Float64,
+        "status": pl.Utf8, "reason": pl.Utf8, "is_llm": pl.Boolean,
+    },
+    "agents": {
+        "slot": pl.Int32, "type": pl.Utf8, "is_llm": pl.Boolean, "phase": pl.Int32,
+        "cash": pl.Float64, "shares": pl.Int64, "shares_1": pl.Int64, "wealth": pl.Float64,
+        "n_decisions": pl.Int32,
+    },
+    "llm_decisions": {
+        "tick": pl.Int32, "slot": pl.Int32, "provider": pl.Utf8, "model": pl.Utf8,
+        "prompt_id": pl.Utf8, "prompt_version": pl.Utf8, "valid": pl.Boolean, "action": pl.Utf8,
+        "qty": pl.Int64, "price": pl.Float64, "tokens_in": pl.Int64, "tokens_cached": pl.Int64,
+        "tokens_out": pl.Int64, "tokens_reasoning": pl.Int64, "usd": pl.Float64,
+        "latency_s": pl.Float64, "error_class": pl.Utf8,
+    },
+}
+TABLES: tuple[str, ...] = tuple(SCHEMAS)
+
+# Every file a finished simulation leaves in its run directory (the workflow's `output:`).
+RUN_FILES: tuple[str, ...] = (CONFIG_FILE, MANIFEST_FILE, *(f"{t}.parquet" for t in TABLES))
 
 
 class RunDirError(MarketAgentsError):
     """A run directory is missing a file or holds an unreadable one."""
 
 
-def load_run(path: str | Path) -> RunFiles:
+def table_file(name: str) -> str:
+    """``ticks`` -> ``ticks.parquet``."""
+    return f"{name}.parquet"
+
+
+def is_complete(path: str | Path) -> bool:
+    """True once the runner has renamed a finished run into place (its manifest exists)."""
+    return (Path(path) / MANIFEST_FILE).exists()
+
+
+def write_files(path: Path, config_yaml: str, tables: dict[str, pl.DataFrame],
+                manifest: dict[str, Any]) -> None:
+    """Write every file of a run into ``path`` (the runner's temporary directory).
+
+    Parquet files carry no statistics or compression metadata that could vary, so identical
+    data gives identical bytes.
+    """
+    (path / CONFIG_FILE).write_text(config_yaml)
+    for name in TABLES:
+        tables[name].write_parquet(path / table_file(name), statistics=False)
+    (path / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def read_tables(path: str | Path) -> dict[str, pl.DataFrame]:
+    """The five tables of the run at ``path``; :class:`RunDirError` naming a missing or bad
+    file."""
     path = Path(path)
     if not path.is_dir():
         raise RunDirError(f"{path}: not a run directory")
     frames = {}
     for name in TABLES:
-        f = path / f"{name}.parquet"
+        f = path / table_file(name)
         if not f.exists():
             raise RunDirError(f"{f}: missing (is {path} a finished run?)")
         try:
             frames[name] = pl.read_parquet(f)
         except Exception as exc:  # pyarrow/polars raise several types for a bad file
             raise RunDirError(f"{f}: unreadable parquet ({exc})") from None
-    manifest = read_json(path / "manifest.json")
-    cfg_path = path / "config.yaml"
-    config = yaml.safe_load(cfg_path.read_text()) if cfg_path.exists() else {}
-    return RunFiles(**frames, manifest=manifest, config=config or {})
+    return frames
 
 
 def read_json(path: Path) -> dict[str, Any]:
+    """A JSON file of a run (manifest.json, outcomes.json); :class:`RunDirError` if missing or
+    malformed."""
     try:
         return json.loads(path.read_text())
     except FileNotFoundError:
@@ -54,35 +116,12 @@ def read_json(path: Path) -> dict[str, Any]:
         raise RunDirError(f"{path}: malformed JSON ({exc})") from None
 
 
-def write_parquet_atomic(path: Path, frame: pl.DataFrame) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        frame.write_parquet(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The run's manifest.json (config_hash, seed, shocks, halts, llm_usage, ...)."""
+    return read_json(Path(path) / MANIFEST_FILE)
 
 
-def _finite(value: Any) -> Any:
-    # JSON has no NaN/inf; an undefined outcome is null.
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        return None
-    return value
-
-
-def score_run(path: str | Path, th: Thresholds | None = None) -> dict[str, Any]:
-    """Outcomes of the run at ``path`` plus its provenance (seed, config_hash)."""
-    run = load_run(path)
-    out = {k: _finite(v) for k, v in score(run, th).items()}
-    out["seed"] = run.manifest.get("seed")
-    out["config_hash"] = run.manifest.get("config_hash")
-    return out
-
-
-def write_outcomes(path: str | Path, th: Thresholds | None = None) -> dict[str, Any]:
-    out = score_run(path, th)
-    write_json_atomic(Path(path) / OUTCOMES_FILE, out)
-    return out
+def read_config(path: str | Path) -> dict[str, Any]:
+    """The run's resolved config.yaml as a plain dict ({} when absent)."""
+    f = Path(path) / CONFIG_FILE
+    return (yaml.safe_load(f.read_text()) or {}) if f.exists() else {}

@@ -6,7 +6,6 @@ everything is written, so a run directory either is complete or does not exist.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -14,12 +13,10 @@ import tempfile
 import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
 
 from market_agents.config import Config, check_seed, config_hash, dump_yaml
 from market_agents.errors import ConfigError
-
-PARQUET_FILES = ("ticks", "trades", "orders", "agents", "llm_decisions")
+from market_agents.sim import rundir
 
 
 def git_revision() -> str:
@@ -36,10 +33,6 @@ def package_version() -> str:
         return version("market_agents")
     except PackageNotFoundError:
         return "unknown"
-
-
-def write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def prepare_out(out: str | Path) -> Path:
@@ -68,11 +61,6 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
     summary = tables.pop("summary")
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.resolve().parent))
     try:
-        (tmp / "config.yaml").write_text(dump_yaml(config))
-        for name in PARQUET_FILES:
-            # No statistics or compression metadata that could vary: identical data gives
-            # identical bytes.
-            tables[name].write_parquet(tmp / f"{name}.parquet", statistics=False)
         manifest = {
             "config_hash": config_hash(config),
             "git_revision": git_revision(),
@@ -83,7 +71,7 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
             "wall_time_s": round(time.perf_counter() - started, 4),
             **summary,
         }
-        write_json(tmp / "manifest.json", manifest)
+        rundir.write_files(tmp, dump_yaml(config), tables, manifest)
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)

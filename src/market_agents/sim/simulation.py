@@ -24,6 +24,7 @@ from market_agents.market.exchange import Exchange
 from market_agents.market.fundamentals import draw_path
 from market_agents.market.rules import CircuitBreaker, MarginCall
 from market_agents.market.types import AssetView, MarketView
+from market_agents.sim.rundir import SCHEMAS
 
 MIX_ORDER = ("fundamentalist", "trend", "noise", "leveraged", "statarb")
 
@@ -223,15 +224,15 @@ class Run:
             agents["wealth"].append(round(ex.equity(acct) * tick, 4))
             agents["n_decisions"].append(self.decisions[slot])
         tables = {
-            "ticks": pl.DataFrame(rows, schema=TICKS_SCHEMA),
-            "trades": pl.DataFrame(ex.trade_log, schema=TRADES_SCHEMA),
-            "orders": pl.DataFrame(ex.order_log, schema=ORDERS_SCHEMA),
-            "agents": pl.DataFrame(agents, schema=AGENTS_SCHEMA),
+            "ticks": pl.DataFrame(rows, schema=SCHEMAS["ticks"]),
+            "trades": pl.DataFrame(ex.trade_log, schema=SCHEMAS["trades"]),
+            "orders": pl.DataFrame(ex.order_log, schema=SCHEMAS["orders"]),
+            "agents": pl.DataFrame(agents, schema=SCHEMAS["agents"]),
         }
         llm_rows = self.pool.records() if self.pool else []
         tables["llm_decisions"] = pl.DataFrame(
-            {k: [r.get(k) for r in llm_rows] for k in LLM_DECISIONS_SCHEMA},
-            schema=LLM_DECISIONS_SCHEMA)
+            {k: [r.get(k) for r in llm_rows] for k in SCHEMAS["llm_decisions"]},
+            schema=SCHEMAS["llm_decisions"])
         summary = {
             "final_conservation_ok": ex.conservation_ok(),
             "halts": ex.halts,
@@ -246,37 +247,6 @@ class Run:
             self.pool.close()
         tables["summary"] = summary
         return tables
-
-
-TICKS_SCHEMA = {
-    "tick": pl.Int32, "asset": pl.Int32, "last_price": pl.Float64, "mid_price": pl.Float64,
-    "best_bid": pl.Float64, "best_ask": pl.Float64, "spread": pl.Float64,
-    "fundamental": pl.Float64, "public_value": pl.Float64, "volume": pl.Int64,
-    "n_trades": pl.Int32, "halted": pl.Boolean,
-}
-TRADES_SCHEMA = {
-    "tick": pl.Int32, "asset": pl.Int32, "price": pl.Float64, "qty": pl.Int64,
-    "buyer": pl.Int32, "seller": pl.Int32, "aggressor": pl.Int8, "buyer_llm": pl.Boolean,
-    "seller_llm": pl.Boolean,
-}
-ORDERS_SCHEMA = {
-    "tick": pl.Int32, "slot": pl.Int32, "asset": pl.Int32, "order_id": pl.Int64,
-    "kind": pl.Utf8, "side": pl.Int8, "qty": pl.Int64, "price": pl.Float64,
-    "status": pl.Utf8, "reason": pl.Utf8, "is_llm": pl.Boolean,
-}
-AGENTS_SCHEMA = {
-    "slot": pl.Int32, "type": pl.Utf8, "is_llm": pl.Boolean, "phase": pl.Int32,
-    "cash": pl.Float64, "shares": pl.Int64, "shares_1": pl.Int64, "wealth": pl.Float64,
-    "n_decisions": pl.Int32,
-}
-
-LLM_DECISIONS_SCHEMA = {
-    "tick": pl.Int32, "slot": pl.Int32, "provider": pl.Utf8, "model": pl.Utf8,
-    "prompt_id": pl.Utf8, "prompt_version": pl.Utf8, "valid": pl.Boolean, "action": pl.Utf8,
-    "qty": pl.Int64, "price": pl.Float64, "tokens_in": pl.Int64, "tokens_cached": pl.Int64,
-    "tokens_out": pl.Int64, "tokens_reasoning": pl.Int64, "usd": pl.Float64,
-    "latency_s": pl.Float64, "error_class": pl.Utf8,
-}
 
 
 def simulate(config: Config, seed: int, cache_path: str | Path | None = None,
