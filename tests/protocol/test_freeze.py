@@ -103,3 +103,15 @@ def test_cli_refuses_a_failed_pilot_unless_accepted_and_never_overwrites(tmp_pat
                              "config/test/designs/confirmatory.yaml", "--freeze", str(out)],
                             cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
     assert verify.returncode == 0, verify.stderr
+
+
+def test_the_sensitivity_grid_is_defined_once_in_the_frozen_outcomes():
+    from market_agents.analysis.outcomes import SENSITIVITY_BUBBLE_GAPS, SENSITIVITY_CRASH_DROPS
+    from market_agents.cli import build_parser
+    from market_agents.protocol.freeze import SENSITIVITY_GRID
+
+    assert SENSITIVITY_GRID == {"bubble_gap": list(SENSITIVITY_BUBBLE_GAPS),
+                                "crash_drop": list(SENSITIVITY_CRASH_DROPS)}
+    args = build_parser("sensitivity").parse_args(["sensitivity", "d.yaml"])
+    assert tuple(float(x) for x in args.bubbles.split(",")) == SENSITIVITY_BUBBLE_GAPS
+    assert tuple(float(x) for x in args.crashes.split(",")) == SENSITIVITY_CRASH_DROPS

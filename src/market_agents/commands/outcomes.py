@@ -24,17 +24,29 @@ def parse_episode(value: str, flag: str) -> tuple[float, int]:
     return out
 
 
+def episode_defaults() -> tuple[str, str]:
+    """The protocol's bubble and crash thresholds (``outcomes.Thresholds``) as GAP:TICKS."""
+    from market_agents.analysis.outcomes import Thresholds
+
+    th = Thresholds()
+    return f"{th.bubble_gap:g}:{th.bubble_ticks}", f"{th.crash_drop:g}:{th.crash_ticks}"
+
+
 def add_threshold_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bubble", default="0.05:10", metavar="GAP:TICKS",
-                   help="bubble: price >= GAP above V for >= TICKS ticks (default 0.05:10)")
-    p.add_argument("--crash", default="0.10:20", metavar="DROP:TICKS",
+    from market_agents.analysis.outcomes import Thresholds
+
+    bubble, crash = episode_defaults()
+    p.add_argument("--bubble", default=bubble, metavar="GAP:TICKS",
+                   help="bubble: price >= GAP above V for >= TICKS ticks (default %(default)s)")
+    p.add_argument("--crash", default=crash, metavar="DROP:TICKS",
                    help="crash: price >= DROP below its max of the last TICKS ticks "
-                   "(default 0.10:20)")
-    p.add_argument("--var-order", type=int, default=1,
-                   help="VAR order p of the DY spillover, 1..100 (null, with a note, when the "
-                   "run is too short for it)")
-    p.add_argument("--horizon", type=int, default=10,
-                   help="FEVD horizon H of the DY spillover, 1..1000")
+                   "(default %(default)s)")
+    p.add_argument("--var-order", type=int, default=Thresholds().var_order,
+                   help=f"VAR order p of the DY spillover, 1..{MAX_VAR_ORDER} (null, with a "
+                   "note, when the run is too short for it; default %(default)s)")
+    p.add_argument("--horizon", type=int, default=Thresholds().horizon,
+                   help=f"FEVD horizon H of the DY spillover, 1..{MAX_HORIZON} "
+                   "(default %(default)s)")
 
 
 def thresholds(args: argparse.Namespace):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from market_agents.commands.outcomes import parse_episode
+from market_agents.commands.outcomes import episode_defaults, parse_episode
 from market_agents.errors import ConfigError
 
 
@@ -25,12 +25,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         "every combination of the grid (protocol: bubble 3/5/8 %%, crash 7/10/15 %%) from its "
         "ticks.parquet, into results/runs/<design>/sensitivity.parquet.")
     p.add_argument("design", help="design YAML")
-    p.add_argument("--bubbles", default="0.03,0.05,0.08", help="bubble gaps (default 3/5/8 %%)")
-    p.add_argument("--crashes", default="0.07,0.10,0.15", help="crash drops (default 7/10/15 %%)")
-    p.add_argument("--bubble", default="0.05:10", metavar="GAP:TICKS",
-                   help="base bubble threshold; only TICKS is used (default 0.05:10)")
-    p.add_argument("--crash", default="0.10:20", metavar="DROP:TICKS",
-                   help="base crash threshold; only TICKS is used (default 0.10:20)")
+    from market_agents.analysis.outcomes import SENSITIVITY_BUBBLE_GAPS, SENSITIVITY_CRASH_DROPS
+
+    bubble, crash = episode_defaults()
+    p.add_argument("--bubbles", default=",".join(f"{g:g}" for g in SENSITIVITY_BUBBLE_GAPS),
+                   help="bubble gaps (default %(default)s)")
+    p.add_argument("--crashes", default=",".join(f"{d:g}" for d in SENSITIVITY_CRASH_DROPS),
+                   help="crash drops (default %(default)s)")
+    p.add_argument("--bubble", default=bubble, metavar="GAP:TICKS",
+                   help="base bubble threshold; only TICKS is used (default %(default)s)")
+    p.add_argument("--crash", default=crash, metavar="DROP:TICKS",
+                   help="base crash threshold; only TICKS is used (default %(default)s)")
     p.add_argument("--mock", action="store_true", help="the mock rehearsal's runs")
     p.add_argument("--allow-missing", action="store_true", help="skip runs not simulated")
     p.add_argument("--results", default="results", help="results root (default results)")

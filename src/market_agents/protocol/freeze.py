@@ -15,12 +15,14 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
+from market_agents.analysis.outcomes import SENSITIVITY_BUBBLE_GAPS, SENSITIVITY_CRASH_DROPS
 from market_agents.errors import MarketAgentsError
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 FROZEN_FILES = ("llm/prompting.py", "llm/schema.py", "analysis/outcomes.py")
-# Protocol §5.1: bubble 5 %/10 ticks, crash 10 %/20 ticks; sensitivity 3/5/8 % and 7/10/15 %.
-SENSITIVITY_GRID = {"bubble_gap": [0.03, 0.05, 0.08], "crash_drop": [0.07, 0.10, 0.15]}
+# Protocol §5.1 sensitivity grid, as the frozen outcomes module defines it.
+SENSITIVITY_GRID = {"bubble_gap": list(SENSITIVITY_BUBBLE_GAPS),
+                    "crash_drop": list(SENSITIVITY_CRASH_DROPS)}
 ALPHA, POWER = 0.05, 0.80
 
 
