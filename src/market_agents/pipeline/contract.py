@@ -119,6 +119,7 @@ def _finite(x: Any) -> float | None:
 def evaluate(spec: RunSpec, out: Path) -> dict[str, Any]:
     """metrics.json from eval_inputs/: per design, cell means of every numeric outcome and
     paired differences vs the control over shared seeds (mean, SD, n)."""
+    from market_agents.analysis.stats import paired_differences
     from market_agents.protocol.pilot import PRIMARY_OUTCOMES
 
     inputs = out / "eval_inputs"
@@ -137,18 +138,13 @@ def evaluate(spec: RunSpec, out: Path) -> dict[str, Any]:
                             for k, v in r.items() if k != "cell"}
                 for r in means.sort("cell").iter_rows(named=True)}
         if "effects_vs_control" in spec.tasks and spec.control in frame["cell"].to_list():
-            base = frame.filter(pl.col("cell") == spec.control)
-            effects = {}
-            for cell in sorted(set(frame["cell"].to_list()) - {spec.control}):
-                joined = frame.filter(pl.col("cell") == cell).join(base, on="seed",
-                                                                   suffix="__ctl")
-                row = {"n_pairs": joined.height}
-                for y in [y for y in PRIMARY_OUTCOMES if y in numeric]:
-                    d = (joined[y].cast(pl.Float64) - joined[f"{y}__ctl"].cast(pl.Float64))
-                    d = d.drop_nulls().filter(d.drop_nulls().is_finite())
-                    row[y] = {"mean": _finite(d.mean()) if len(d) else None,
-                              "sd": _finite(d.std(ddof=1)) if len(d) > 1 else None, "n": len(d)}
-                effects[cell] = row
-            entry["effects_vs_control"] = effects
+            diffs = paired_differences(frame, spec.control,
+                                       [y for y in PRIMARY_OUTCOMES if y in numeric])
+            entry["effects_vs_control"] = {
+                cell: {y: d if y == "n_pairs" else {
+                    "mean": _finite(d.mean()) if len(d) else None,
+                    "sd": _finite(d.std(ddof=1)) if len(d) > 1 else None, "n": len(d)}
+                    for y, d in row.items()}
+                for cell, row in diffs.items()}
         metrics["designs"][design] = entry
     return metrics

@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from market_agents.analysis.stats import paired_differences
 from market_agents.errors import ConfigError
 from market_agents.sim.rundir import table_file
 
@@ -56,20 +57,11 @@ def paired_sd(outcomes: pl.DataFrame, control: str = CONTROL_CELL) -> dict[str, 
     over the seeds both have, with the number of pairs."""
     if control not in outcomes["cell"].unique().to_list():
         raise ConfigError(f"outcomes.parquet has no control cell {control!r} for paired SDs")
-    base = outcomes.filter(pl.col("cell") == control)
-    table: dict[str, dict[str, Any]] = {}
-    for cell in sorted(set(outcomes["cell"].to_list()) - {control}):
-        treated = outcomes.filter(pl.col("cell") == cell)
-        joined = treated.join(base, on="seed", suffix="__ctl")
-        row: dict[str, Any] = {"n_pairs": joined.height}
-        for y in PRIMARY_OUTCOMES:
-            if y not in outcomes.columns:
-                continue
-            d = (joined[y].cast(pl.Float64) - joined[f"{y}__ctl"].cast(pl.Float64)).drop_nulls()
-            d = d.filter(d.is_finite())
-            row[y] = float(d.std(ddof=1)) if len(d) > 1 else None
-        table[cell] = row
-    return table
+    return {
+        cell: {y: d if y == "n_pairs" else (float(d.std(ddof=1)) if len(d) > 1 else None)
+               for y, d in row.items()}
+        for cell, row in paired_differences(outcomes, control, PRIMARY_OUTCOMES).items()
+    }
 
 
 def latency(run_dirs: list[Path]) -> dict[str, float | None]:
