@@ -12,5 +12,8 @@ rule pilot_manifest:
         "results/logs/pilot.log",
     params:
         design=design_file(WF.pilot),
+        control=WF.control,
+        usd_per_decision=WF.planning_usd_per_decision,
     shell:
-        "ma pilot {params.design} --outcomes {input.outcomes} --out {output.manifest} > {log} 2>&1"
+        "ma pilot {params.design} --outcomes {input.outcomes} --out {output.manifest}"
+        " --control {params.control} --usd-per-decision {params.usd_per_decision} > {log} 2>&1"

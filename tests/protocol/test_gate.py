@@ -5,13 +5,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from market_agents.errors import BudgetExceeded
+from market_agents.pipeline.workflow_config import DEFAULTS
 from market_agents.protocol.gate import Caps, approve, is_approved, sacrifice
 from market_agents.protocol.planning import RunPlan
 
 
 def _caps(**kw):
     base = dict(tier_budget_usd=None, pilot_cap_usd=None, project_cap_usd=40.0,
-                project_spent_usd=0.0)
+                project_spent_usd=0.0, tolerance=DEFAULTS.reconcile_tolerance,
+                t1_min_seeds=DEFAULTS.t1_min_seeds)
     base.update(kw)
     return Caps(**base)
 

@@ -4,7 +4,10 @@ import polars as pl
 import pytest
 
 from market_agents.errors import ConfigError
+from market_agents.pipeline.workflow_config import DEFAULTS
 from market_agents.protocol.pilot import criteria, paired_sd, summarize
+
+PILOT = {"control": DEFAULTS.control, "usd_per_decision": DEFAULTS.planning_usd_per_decision}
 
 
 def _outcomes(valid=0.95, usd_per=0.0005, halts=0):
@@ -25,13 +28,13 @@ def _outcomes(valid=0.95, usd_per=0.0005, halts=0):
 
 
 def test_paired_sd_is_sd_of_differences_over_shared_seeds():
-    table = paired_sd(_outcomes())
+    table = paired_sd(_outcomes(), "share_0")
     assert table["share_25"]["n_pairs"] == 3
     assert table["share_25"]["volatility"] == pytest.approx(0.001)  # sd of 0, .002, .001
 
 
 def test_summary_passes_good_pilot():
-    m = summarize(_outcomes())
+    m = summarize(_outcomes(), **PILOT)
     assert m["decisions"] == 300 and m["total_usd"] == pytest.approx(0.15)
     assert m["tokens_per_decision"]["in"] == pytest.approx(760)
     assert m["pass"] and all(c["pass"] for c in m["criteria"].values())
@@ -42,17 +45,23 @@ def test_summary_passes_good_pilot():
                                          ({"usd_per": 0.0007}, "cost_per_decision"),
                                          ({"halts": 1}, "no_budget_halts")])
 def test_each_criterion_fails_on_its_own(kw, failing):
-    m = summarize(_outcomes(**kw))
+    m = summarize(_outcomes(**kw), **PILOT)
     assert not m["pass"]
     assert [k for k, c in m["criteria"].items() if not c["pass"]] == [failing]
 
 
 def test_cost_band_edges():
     base = dict(validity_rate=0.9, failure_rate=0.0, budget_halts=0)
-    assert criteria({**base, "usd_per_decision": 0.00065})["cost_per_decision"]["pass"]
-    assert not criteria({**base, "usd_per_decision": 0.00034})["cost_per_decision"]["pass"]
+    assert criteria({**base, "usd_per_decision": 0.00065}, 0.0005)["cost_per_decision"]["pass"]
+    assert not criteria({**base, "usd_per_decision": 0.00034}, 0.0005)["cost_per_decision"]["pass"]
 
 
 def test_missing_control_is_named():
     with pytest.raises(ConfigError, match="no control cell 'share_0'"):
-        paired_sd(_outcomes().filter(pl.col("cell") != "share_0"))
+        paired_sd(_outcomes().filter(pl.col("cell") != "share_0"), "share_0")
+
+
+def test_cost_rule_names_the_planned_rate_it_checks():
+    m = summarize(_outcomes(usd_per=0.001), control="share_0", usd_per_decision=0.001)
+    assert m["criteria"]["cost_per_decision"]["pass"]
+    assert m["criteria"]["cost_per_decision"]["rule"] == "usd per decision within ±30 % of 0.001"

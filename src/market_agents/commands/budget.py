@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from market_agents.pipeline.workflow_config import DEFAULTS
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -14,8 +16,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "rate caps and tier budgets are checked at) and at config/prices.yaml for the given "
         "tokens per decision. Validates the whole design first.")
     p.add_argument("design", help="design YAML, e.g. config/designs/confirmatory.yaml")
-    p.add_argument("--tokens-in", type=int, default=760, help="input tokens per decision")
-    p.add_argument("--tokens-out", type=int, default=230, help="output tokens per decision")
+    p.add_argument("--tokens-in", type=int, default=DEFAULTS.tokens_in,
+                   help="input tokens per decision (default %(default)s)")
+    p.add_argument("--tokens-out", type=int, default=DEFAULTS.tokens_out,
+                   help="output tokens per decision (default %(default)s)")
     p.add_argument("--tier", action="append", default=None, help="only this tier (repeatable)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=main)

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from market_agents.errors import BudgetExceeded, ConfigError
+from market_agents.pipeline.workflow_config import DEFAULTS
 
 RESULTS = Path("results")
 
@@ -29,13 +30,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--tier", required=True, help="tier name (T1…T6), or 'all' for a design "
                    "without tiers")
     a.add_argument("--out", type=Path, required=True, help="budget manifest to write")
-    a.add_argument("--project-cap", type=float, default=40.0, help="USD, all live spend")
+    a.add_argument("--project-cap", type=float, default=DEFAULTS.project_cap_usd,
+                   help="USD, all live spend (default %(default)s)")
     a.add_argument("--pilot-cap", type=float, default=None, help="USD; set for the pilot design")
     a.add_argument("--freeze", type=Path, default=None,
                    help="require this freeze file to exist and match (confirmatory design)")
-    a.add_argument("--tolerance", type=float, default=0.10,
-                   help="spend over plan that triggers the order of sacrifice (default 0.10)")
-    a.add_argument("--t1-min-seeds", type=int, default=8, help="T1 cells keep at least this")
+    a.add_argument("--tolerance", type=float, default=DEFAULTS.reconcile_tolerance,
+                   help="spend over plan that triggers the order of sacrifice "
+                   "(default %(default)s)")
+    a.add_argument("--t1-min-seeds", type=int, default=DEFAULTS.t1_min_seeds,
+                   help="T1 cells keep at least this (default %(default)s)")
     a.add_argument("--results", type=Path, default=RESULTS, help="results root")
     a.set_defaults(func=_approve)
 

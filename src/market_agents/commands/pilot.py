@@ -7,6 +7,7 @@ from pathlib import Path
 
 from market_agents.atomic import write_json_atomic
 from market_agents.errors import ConfigError
+from market_agents.pipeline.workflow_config import DEFAULTS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,14 +16,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="write results/manifests/pilot.json (cost, validity, sigma_d, pass/fail)",
         description="Summarize the live pilot (protocol §4): total USD, tokens per decision, "
         "latency, validity and failure rates, cache-hit share, realized LLM order and volume "
-        "shares, the SD of paired differences vs share_0 for every primary outcome, and "
-        "pass/fail per criterion (validity >= 80 %, failures <= 10 %, cost per decision within "
-        "±30 % of 0.0005 USD, no budget halts).",
+        "shares, the SD of paired differences vs the control cell for every primary outcome, "
+        "and pass/fail per criterion (validity >= 80 %, failures <= 10 %, cost per decision "
+        "within ±30 % of the planned USD per decision, no budget halts).",
     )
     p.add_argument("design", help="pilot design YAML")
     p.add_argument("--outcomes", type=Path, default=None,
                    help="gathered outcomes.parquet (default: the design's)")
     p.add_argument("--out", type=Path, default=Path("results/manifests/pilot.json"))
+    p.add_argument("--control", default=DEFAULTS.control,
+                   help="control cell of the paired differences (default %(default)s)")
+    p.add_argument("--usd-per-decision", type=float, default=DEFAULTS.planning_usd_per_decision,
+                   help="planned USD per decision the cost criterion checks (default "
+                   "%(default)s)")
     p.set_defaults(func=_run)
 
 
@@ -38,7 +44,8 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{path} does not exist: run `snakemake pilot` (or `ma gather`) first")
     outcomes = pl.read_parquet(path)
     dirs = [run_dir(design.name, c, s) for c, s in design.runs()]
-    summary = {"design": design.name, **summarize(outcomes, dirs)}
+    summary = {"design": design.name, **summarize(outcomes, dirs, control=args.control,
+                                                   usd_per_decision=args.usd_per_decision)}
     write_json_atomic(args.out, summary)
     failed = [k for k, c in summary["criteria"].items() if not c["pass"]]
     print(f"pilot {design.name}: {summary['total_usd']:.4f} USD, {summary['decisions']:,} "

@@ -23,6 +23,7 @@ from pydantic import Field, ValidationError
 from market_agents.config import read_yaml
 from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
+from market_agents.pipeline.workflow_config import DEFAULTS
 
 Mode = Literal["sanity", "pilot", "full"]
 TASKS = ("cell_means", "effects_vs_control")
@@ -45,7 +46,7 @@ class RunSpec(Strict):
     designs: list[str] = Field(min_length=1, description="designs whose outcomes are inputs")
     tasks: list[Literal["cell_means", "effects_vs_control"]] = Field(
         default_factory=lambda: list(TASKS))
-    control: str = "share_0"
+    control: str = Field(default=DEFAULTS.control, description="control cell of the effects")
     cores: int = Field(default=2, ge=1)
     modes: dict[Mode, ModeSpec] = Field(default_factory=dict)
 

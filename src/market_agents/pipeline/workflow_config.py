@@ -1,6 +1,10 @@
 """The Snakemake workflow's own config (``config/workflow.yaml``): which design files play which
 role in the protocol, the caps the budget gate enforces and the token profile it plans with.
 
+Its field defaults are the protocol's defaults, defined here once: every ``ma`` command that
+takes one of them as an option defaults to :data:`DEFAULTS` (the tokens per decision come from
+the LLM layer's ``TokenProfile``, which the LLM client needs below the workflow).
+
 It is a pydantic model like the simulation config, validated once by the ``Snakefile``;
 ``workflow/schemas/*.schema.json`` are generated from these models by ``ma schema`` and a test
 fails when they drift.
@@ -16,8 +20,10 @@ from pydantic import Field, ValidationError
 
 from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
+from market_agents.llm.config import TokenProfile
 
 SCHEMA_DIR = Path("workflow/schemas")
+_TOKENS = TokenProfile()
 
 
 class WorkflowConfig(Strict):
@@ -26,14 +32,22 @@ class WorkflowConfig(Strict):
     sigma: str = Field(default="sigma", description="free control runs for the outcome SDs")
     pilot: str = Field(default="pilot_openai", description="Phase 5b live pilot design")
     confirmatory: str = Field(default="confirmatory", description="the tiered design")
-    tokens_in: int = Field(default=760, ge=1, description="planned input tokens per decision")
-    tokens_out: int = Field(default=230, ge=1, description="planned output tokens per decision")
+    tokens_in: int = Field(default=_TOKENS.tokens_in, ge=1,
+                           description="planned input tokens per decision")
+    tokens_out: int = Field(default=_TOKENS.tokens_out, ge=1,
+                            description="planned output tokens per decision")
     project_cap_usd: float = Field(default=40.0, ge=0, description="all live spend, all designs")
     pilot_cap_usd: float = Field(default=5.0, ge=0, description="live spend of the pilot design")
     reconcile_tolerance: float = Field(
         default=0.10, ge=0, description="overrun of cumulative spend over plan that triggers cuts"
     )
     t1_min_seeds: int = Field(default=8, ge=1, description="T1 cells are never cut below this")
+    control: str = Field(default="share_0",
+                         description="control cell of the paired differences (pilot, contract)")
+    planning_usd_per_decision: float = Field(
+        default=0.0005, gt=0,
+        description="planned USD per decision; the pilot's cost criterion is checked against it",
+    )
     max_seeds: int | None = Field(
         default=None, ge=1, description="only the first N seeds of every cell (a small stage)"
     )
@@ -43,6 +57,9 @@ class WorkflowConfig(Strict):
 
     def design_path(self, name: str) -> Path:
         return Path(self.designs_dir) / f"{name}.yaml"
+
+
+DEFAULTS = WorkflowConfig()
 
 
 def validate_workflow_config(

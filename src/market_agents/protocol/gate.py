@@ -27,8 +27,8 @@ class Caps:
     pilot_cap_usd: float | None  # set only when gating the pilot design
     project_cap_usd: float
     project_spent_usd: float  # recorded live spend of every design, finished runs
-    tolerance: float = 0.10
-    t1_min_seeds: int = 8
+    tolerance: float  # spend over plan that triggers the order of sacrifice
+    t1_min_seeds: int  # T1 cells are never cut below this
 
 
 def reconcile(runs: Sequence[RunPlan], tier: str) -> dict:

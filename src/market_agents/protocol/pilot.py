@@ -31,12 +31,10 @@ PRIMARY_OUTCOMES = (
     "shock_half_ticks",
     "shock_priced_share",
 )
-CONTROL_CELL = "share_0"
-PLANNED_USD_PER_DECISION = 0.0005
 CRITERIA = {
     "validity": "llm_valid_rate >= 0.80",
     "failures": "llm_failure_rate <= 0.10",
-    "cost_per_decision": "usd per decision within ±30 % of 0.0005",
+    "cost_per_decision": "usd per decision within ±30 % of {usd_per_decision:g}",
     "no_budget_halts": "no run hit its usd_cap",
 }
 
@@ -52,7 +50,7 @@ def _weighted(frame: pl.DataFrame, col: str, weight: str = "n_llm_decisions") ->
     return _ratio(float((f[col] * f[weight]).sum()), float(f[weight].sum())) if f.height else None
 
 
-def paired_sd(outcomes: pl.DataFrame, control: str = CONTROL_CELL) -> dict[str, dict[str, Any]]:
+def paired_sd(outcomes: pl.DataFrame, control: str) -> dict[str, dict[str, Any]]:
     """For each treated cell and primary outcome: SD (ddof 1) of y(cell, s) − y(control, s)
     over the seeds both have, with the number of pairs."""
     if control not in outcomes["cell"].unique().to_list():
@@ -80,9 +78,12 @@ def latency(run_dirs: list[Path]) -> dict[str, float | None]:
     return {"median_s": float(lat.median()), "p95_s": float(lat.quantile(0.95))}
 
 
-def criteria(summary: dict[str, Any], tolerance: float = 0.30) -> dict[str, dict[str, Any]]:
+def criteria(summary: dict[str, Any], usd_per_decision: float,
+             tolerance: float = 0.30) -> dict[str, dict[str, Any]]:
+    """Pass/fail per criterion; ``usd_per_decision`` is the planned cost the pilot's cost per
+    decision must lie within ``tolerance`` of (workflow config ``planning_usd_per_decision``)."""
     cost = summary["usd_per_decision"]
-    lo, hi = PLANNED_USD_PER_DECISION * (1 - tolerance), PLANNED_USD_PER_DECISION * (1 + tolerance)
+    lo, hi = usd_per_decision * (1 - tolerance), usd_per_decision * (1 + tolerance)
     checks = {
         "validity": (summary["validity_rate"], summary["validity_rate"] is not None
                      and summary["validity_rate"] >= 0.80),
@@ -91,11 +92,14 @@ def criteria(summary: dict[str, Any], tolerance: float = 0.30) -> dict[str, dict
         "cost_per_decision": (cost, cost is not None and lo <= cost <= hi),
         "no_budget_halts": (summary["budget_halts"], summary["budget_halts"] == 0),
     }
-    return {k: {"value": v, "rule": CRITERIA[k], "pass": bool(ok)} for k, (v, ok) in checks.items()}
+    return {k: {"value": v, "rule": CRITERIA[k].format(usd_per_decision=usd_per_decision),
+                "pass": bool(ok)} for k, (v, ok) in checks.items()}
 
 
-def summarize(outcomes: pl.DataFrame, run_dirs: list[Path] | None = None) -> dict[str, Any]:
-    """The pilot manifest from the pilot design's gathered outcomes."""
+def summarize(outcomes: pl.DataFrame, run_dirs: list[Path] | None = None, *, control: str,
+              usd_per_decision: float) -> dict[str, Any]:
+    """The pilot manifest from the pilot design's gathered outcomes: paired SDs against the
+    ``control`` cell, cost per decision checked against ``usd_per_decision``."""
     for col in ("cell", "seed", "n_llm_decisions", "llm_usd"):
         if col not in outcomes.columns:
             raise ConfigError(f"outcomes.parquet lacks column {col!r}; re-run `ma gather`")
@@ -131,9 +135,9 @@ def summarize(outcomes: pl.DataFrame, run_dirs: list[Path] | None = None) -> dic
             }
             for (cell,), g in sorted(live.group_by(["cell"]), key=lambda kv: kv[0])
         },
-        "sigma_d": paired_sd(outcomes),
+        "sigma_d": paired_sd(outcomes, control),
     }
-    summary["criteria"] = criteria(summary)
+    summary["criteria"] = criteria(summary, usd_per_decision)
     summary["pass"] = all(c["pass"] for c in summary["criteria"].values())
     return summary
 

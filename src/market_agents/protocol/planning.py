@@ -17,10 +17,14 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from market_agents.errors import ConfigError
+from market_agents.llm.config import TokenProfile
 from market_agents.protocol.tiers import NO_TIER, label
 
 if TYPE_CHECKING:  # design.py imports this module to check budgets when a design loads
     from market_agents.protocol.design import Design
+
+
+_TOKENS = TokenProfile()  # the planned tokens per decision (760 in, 230 out)
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,8 @@ def decisions_per_agent(design: Design, cell: str) -> int:
     return min(per, cap) if cap else per
 
 
-def plan_cell(design: Design, cell: str, tokens_in: int = 760, tokens_out: int = 230,
+def plan_cell(design: Design, cell: str, tokens_in: int = _TOKENS.tokens_in,
+              tokens_out: int = _TOKENS.tokens_out,
               max_seeds: int | None = None) -> CellPlan:
     c = design.cell(cell)
     seeds = c.seeds[:max_seeds]
@@ -129,7 +134,8 @@ def plan_cell(design: Design, cell: str, tokens_in: int = 760, tokens_out: int =
                     run_usd, llm.usd_cap, by_model, table_rate)
 
 
-def plan_design(design: Design, tokens_in: int = 760, tokens_out: int = 230,
+def plan_design(design: Design, tokens_in: int = _TOKENS.tokens_in,
+                tokens_out: int = _TOKENS.tokens_out,
                 cells: list[str] | None = None, max_seeds: int | None = None) -> list[CellPlan]:
     return [plan_cell(design, c, tokens_in, tokens_out, max_seeds) for c in cells or design.cells]
 

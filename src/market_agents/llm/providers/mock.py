@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from market_agents.llm.config import ProviderSettings
+from market_agents.llm.config import ProviderSettings, TokenProfile
 from market_agents.llm.prompting import extract_snapshot
 from market_agents.llm.providers.base import Provider
 from market_agents.llm.types import LLMRequest, LLMResponse, Usage
@@ -23,7 +23,7 @@ from market_agents.llm.types import LLMRequest, LLMResponse, Usage
 TextRule = Callable[[LLMRequest, np.random.Generator], str]
 _TEXT_RULES: dict[str, TextRule] = {}
 
-TOKENS_IN, TOKENS_OUT = 760, 230
+_PROFILE = TokenProfile()  # answers look like the planned decision
 
 
 def register_text_rule(prompt_id_prefix: str, fn: TextRule) -> None:
@@ -117,8 +117,8 @@ class MockProvider(Provider):
             text = _invalid(decision, rng) if invalid else json.dumps(decision)
         else:
             text = f"mock: no rule for prompt_id {request.prompt_id!r}"
-        tokens_in = max(1, int(round(TOKENS_IN + 40 * rng.normal())))
-        tokens_out = max(1, int(round(TOKENS_OUT + 30 * rng.normal())))
+        tokens_in = max(1, int(round(_PROFILE.tokens_in + 40 * rng.normal())))
+        tokens_out = max(1, int(round(_PROFILE.tokens_out + 30 * rng.normal())))
         reasoning = min(tokens_out, max(0, int(round(0.6 * tokens_out))))
         return text, Usage(input=tokens_in, output=tokens_out, reasoning=reasoning)
 
