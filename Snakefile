@@ -2,15 +2,14 @@
 #   snakemake --cores 8 exploratory      Phase 5a mock design (free)
 #   snakemake -n tier_T1                 dry run: live jobs, planned decisions and USD
 #   snakemake --cores 8 tier_T1          live tier (budget gate, freeze check, api=1)
-# Targets and files: README "Workflow"; rules live in rules/*.smk and call `ma`.
-
-from market_agents.pipeline.workflow_config import validate_workflow_config
+# Targets and files: README "Workflow"; rules live in rules/*.smk and call `ma`; what they
+# need to know comes from market_agents.pipeline.workflow (rules/common.smk).
 
 
 configfile: "config/workflow.yaml"
 
 
-WF = validate_workflow_config(config)
+include: "rules/common.smk"
 
 
 wildcard_constraints:
@@ -18,11 +17,10 @@ wildcard_constraints:
     design=r"[A-Za-z0-9_]+",
     cell=r"[A-Za-z0-9_]+",
     seed=r"[0-9][0-9][0-9][0-9]+",
-    tier=r"T[0-9]+|all",
+    tier=TIER_PATTERN,
     bz_tier=r"[a-z_]+",
 
 
-include: "rules/common.smk"
 include: "rules/simulate.smk"
 include: "rules/outcomes.smk"
 include: "rules/gate.smk"
@@ -40,6 +38,6 @@ rule all:
     input:
         rules.exploratory.input,
         rules.sigma.input,
-        sensitivity_file(WF.exploratory),
+        W.sensitivity_file(WF.exploratory),
         rules.bazaar.input,
-        "results/dag/protocol.svg",
+        rules.dag.output.svg,

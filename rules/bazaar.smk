@@ -9,7 +9,7 @@ rule bazaar_anchors:
     log:
         "results/logs/bazaar/anchors.log",
     shell:
-        "ma bazaar anchors --out results/bazaar/anchors > {log} 2>&1"
+        "{MA} bazaar anchors --out results/bazaar/anchors > {log} 2>&1"
 
 
 rule bazaar_exploits:
@@ -18,7 +18,7 @@ rule bazaar_exploits:
     log:
         "results/logs/bazaar/exploits_{bz_tier}.log",
     shell:
-        "ma bazaar exploits --tier {wildcards.bz_tier} --out results/bazaar/exploits > {log} 2>&1"
+        "{MA} bazaar exploits --tier {wildcards.bz_tier} --out results/bazaar/exploits > {log} 2>&1"
 
 
 rule bazaar_eval:
@@ -31,13 +31,13 @@ rule bazaar_eval:
     log:
         "results/logs/bazaar/eval/{provider}/{model}/{bz_tier}.log",
     params:
-        out=bazaar_eval_dir,
-        cache=bazaar_cache,
-        usd_cap=bazaar_usd_cap,
+        out=W.bazaar_eval_dir,
+        cache=W.bazaar_cache,
+        usd_cap=W.bazaar_usd_cap,
     resources:
-        api=bazaar_api,
+        api=W.bazaar_api,
     shell:
-        "ma bazaar eval --tier {wildcards.bz_tier} --provider {wildcards.provider}"
+        "{MA} bazaar eval --tier {wildcards.bz_tier} --provider {wildcards.provider}"
         " --model {wildcards.model} --cache {params.cache} {params.usd_cap} --out {params.out}"
         " > {log} 2>&1"
 
@@ -45,6 +45,6 @@ rule bazaar_eval:
 rule bazaar:
     input:
         rules.bazaar_anchors.output,
-        expand(rules.bazaar_exploits.output.json, bz_tier=BAZAAR_TIERS),
+        expand(rules.bazaar_exploits.output.json, bz_tier=W.bazaar_tiers),
         expand(rules.bazaar_eval.output.summary, provider="mock", model="mock-trader",
-               bz_tier=BAZAAR_TIERS),
+               bz_tier=W.bazaar_tiers),

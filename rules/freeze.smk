@@ -4,12 +4,13 @@
 
 rule freeze:
     input:
-        pilot=ancient("results/manifests/pilot.json"),
-        design=ancient(design_file(WF.confirmatory)),
+        pilot=ancient(rules.pilot_manifest.output.manifest),
+        design=ancient(W.design_file(WF.confirmatory)),
     output:
         freeze=protected(report("results/manifests/freeze.json",
                                 caption="../workflow/report/freeze.rst", category="Manifests")),
     log:
         "results/logs/freeze.log",
     shell:
-        "ma freeze create {input.design} --pilot {input.pilot} --out {output.freeze} > {log} 2>&1"
+        "{MA} freeze create {input.design} --pilot {input.pilot} --out {output.freeze}"
+        " > {log} 2>&1"

@@ -4,37 +4,37 @@
 
 checkpoint gate:
     input:
-        design=design_yaml,
-        earlier=earlier_spent,
+        design=W.design_yaml,
+        earlier=W.earlier_spent,
     output:
-        manifest="results/manifests/budget/{design}_{tier}.json",
+        manifest=W.gate_manifest("{design}", "{tier}"),
     log:
         "results/logs/gate/{design}_{tier}.log",
     params:
-        plan=gate_plan,
-        freeze=freeze_flag,
-        pilot_cap=pilot_cap_flag,
+        plan=W.gate_plan,
+        freeze=W.freeze_flag,
+        pilot_cap=W.pilot_cap_flag,
         project_cap=WF.project_cap_usd,
         tolerance=WF.reconcile_tolerance,
         t1_min_seeds=WF.t1_min_seeds,
     message:
         "budget gate {wildcards.design}/{wildcards.tier}: {params.plan}"
     shell:
-        "ma gate approve {input.design} --tier {wildcards.tier} --out {output.manifest}"
+        "{MA} gate approve {input.design} --tier {wildcards.tier} --out {output.manifest}"
         " --project-cap {params.project_cap} {params.pilot_cap} {params.freeze}"
         " --tolerance {params.tolerance} --t1-min-seeds {params.t1_min_seeds} > {log} 2>&1"
 
 
 rule reconcile:
     input:
-        gate=ancient("results/manifests/budget/{design}_{tier}.json"),
-        outcomes=tier_runs_outcomes,
+        gate=ancient(rules.gate.output.manifest),
+        outcomes=W.tier_runs_outcomes,
     output:
-        spent="results/manifests/budget/{design}_{tier}_spent.json",
+        spent=W.spent("{design}", "{tier}"),
     log:
         "results/logs/reconcile/{design}_{tier}.log",
     params:
-        design=design_yaml,
+        design=W.design_yaml,
     shell:
-        "ma gate reconcile {params.design} --tier {wildcards.tier} --out {output.spent}"
+        "{MA} gate reconcile {params.design} --tier {wildcards.tier} --out {output.spent}"
         " > {log} 2>&1"

@@ -5,27 +5,27 @@
 
 rule library:
     input:
-        t1=ancient(spent_path(WF.confirmatory, "T1")),
+        t1=ancient(W.spent(WF.confirmatory, "T1")),
     output:
         npz="results/library/{library}.npz",
     log:
         "results/logs/library/{library}.log",
     params:
-        cache=str(cache_path(WF.confirmatory)),
-        model=library_model,
+        cache=W.cache(WF.confirmatory),
+        model=W.library_model,
     shell:
-        "ma library {params.cache} --model {params.model} --out {output.npz} > {log} 2>&1"
+        "{MA} library {params.cache} --model {params.model} --out {output.npz} > {log} 2>&1"
 
 
 rule rehearse_library:
     input:
-        t1=outcome_files(WF.confirmatory, "T1", mock=True),
+        t1=W.outcome_files(WF.confirmatory, "T1", mock=True),
     output:
         npz="results/rehearsal/library/{library}.npz",
     log:
         "results/logs/rehearse_library/{library}.log",
     params:
-        cache=str(cache_path(WF.confirmatory, mock=True)),
-        model=library_model,
+        cache=W.cache(WF.confirmatory, mock=True),
+        model=W.library_model,
     shell:
-        "ma library {params.cache} --model {params.model} --out {output.npz} > {log} 2>&1"
+        "{MA} library {params.cache} --model {params.model} --out {output.npz} > {log} 2>&1"

@@ -3,28 +3,28 @@
 
 rule outcomes:
     input:
-        manifest="results/{kind}/{design}/{cell}/seed{seed}/manifest.json",
-        ticks="results/{kind}/{design}/{cell}/seed{seed}/ticks.parquet",
+        manifest=W.run_outputs("{kind}")["manifest"],
+        ticks=W.run_outputs("{kind}")["ticks"],
     output:
         outcomes="results/{kind}/{design}/{cell}/seed{seed}/outcomes.json",
     log:
         "results/logs/outcomes/{kind}/{design}/{cell}/seed{seed}.log",
     params:
-        run=run_path,
+        run=W.run_path,
     shell:
-        "ma outcomes {params.run} > {log} 2>&1"
+        "{MA} outcomes {params.run} > {log} 2>&1"
 
 
 rule gather:
     input:
-        outcomes=design_outcomes,
+        outcomes=W.design_outcomes,
     output:
         parquet=report("results/{kind}/{design}/outcomes.parquet",
                        caption="../workflow/report/outcomes.rst", category="Outcomes"),
     log:
         "results/logs/gather/{kind}/{design}.log",
     params:
-        design=design_yaml,
-        flags=gather_flags,
+        design=W.design_yaml,
+        flags=W.gather_flags,
     shell:
-        "ma gather {params.design} {params.flags} > {log} 2>&1"
+        "{MA} gather {params.design} {params.flags} > {log} 2>&1"

@@ -11,15 +11,16 @@ rule dag:
         "results/logs/dag.log",
     params:
         snakefile=workflow.main_snakefile,
+        snakemake=W.snakemake,
     shell:
-        "snakemake -s {params.snakefile} --nolock protocol --quiet all --rulegraph dot"
+        "{params.snakemake} -s {params.snakefile} --nolock protocol --quiet all --rulegraph dot"
         " > {output.dot} 2> {log}"
-        " && ma dag {output.dot} --svg {output.svg} --mermaid {output.mermaid} >> {log} 2>&1"
+        " && {MA} dag {output.dot} --svg {output.svg} --mermaid {output.mermaid} >> {log} 2>&1"
 
 
 rule unknown_target:
     input:
-        unknown_target,
+        W.unknown_target,
     output:
         "{name}",
     wildcard_constraints:

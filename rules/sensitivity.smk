@@ -9,7 +9,7 @@ rule sensitivity_grid:
     log:
         "results/logs/sensitivity/{design}.log",
     params:
-        design=design_yaml,
-        partial=partial_flag,
+        design=W.design_yaml,
+        partial=W.partial_flag,
     shell:
-        "ma sensitivity {params.design} {params.partial} > {log} 2>&1"
+        "{MA} sensitivity {params.design} {params.partial} > {log} 2>&1"

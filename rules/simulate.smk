@@ -7,57 +7,57 @@ ruleorder: simulate_live > simulate
 
 rule simulate:
     input:
-        library=library_input,
+        library=W.library_input,
     output:
-        **run_outputs("results/runs"),
+        **W.run_outputs("runs"),
     log:
         "results/logs/simulate/{design}/{cell}/seed{seed}.log",
     params:
-        design=design_yaml,
-        cache=cache_file,
-        config_hash=cell_hash,
+        design=W.design_yaml,
+        cache=W.cache_file,
+        config_hash=W.cell_hash,
     threads: 1
     shell:
-        "ma cell {params.design} {wildcards.cell} --seed {wildcards.seed}"
+        "{MA} cell {params.design} {wildcards.cell} --seed {wildcards.seed}"
         " --cache {params.cache} > {log} 2>&1"
 
 
 rule simulate_live:
     input:
-        gate=ancient(live_gate),
+        gate=ancient(W.live_gate),
     output:
-        **run_outputs("results/runs"),
+        **W.run_outputs("runs"),
     log:
         "results/logs/simulate_live/{design}/{cell}/seed{seed}.log",
     params:
-        design=design_yaml,
-        cache=cache_file,
+        design=W.design_yaml,
+        cache=W.cache_file,
     wildcard_constraints:
-        design=LIVE_DESIGNS,
-        cell=LIVE_CELLS,
+        design=W.live_designs,
+        cell=W.live_cells,
     resources:
         api=1,
     threads: 1
     message:
         "live run {wildcards.design}/{wildcards.cell}/seed{wildcards.seed} (paid API calls)"
     shell:
-        "ma gate check {input.gate} --cell {wildcards.cell} --seed {wildcards.seed} > {log} 2>&1"
-        " && ma cell {params.design} {wildcards.cell} --seed {wildcards.seed}"
+        "{MA} gate check {input.gate} --cell {wildcards.cell} --seed {wildcards.seed} > {log} 2>&1"
+        " && {MA} cell {params.design} {wildcards.cell} --seed {wildcards.seed}"
         " --cache {params.cache} >> {log} 2>&1"
 
 
 rule rehearse:
     input:
-        library=rehearsal_library_input,
+        library=W.rehearsal_library_input,
     output:
-        **run_outputs("results/rehearsal"),
+        **W.run_outputs("rehearsal"),
     log:
         "results/logs/rehearse/{design}/{cell}/seed{seed}.log",
     params:
-        design=design_yaml,
-        cache=rehearsal_cache,
-        config_hash=rehearsal_cell_hash,
+        design=W.design_yaml,
+        cache=W.rehearsal_cache,
+        config_hash=W.rehearsal_cell_hash,
     threads: 1
     shell:
-        "ma cell {params.design} {wildcards.cell} --seed {wildcards.seed} --mock"
+        "{MA} cell {params.design} {wildcards.cell} --seed {wildcards.seed} --mock"
         " --cache {params.cache} > {log} 2>&1"

@@ -5,98 +5,98 @@
 
 rule exploratory:
     input:
-        gathered(WF.exploratory),
+        W.gathered(WF.exploratory),
 
 
 rule sigma:
     input:
-        gathered(WF.sigma),
+        W.gathered(WF.sigma),
 
 
 rule pilot:
     input:
-        "results/manifests/pilot.json",
+        rules.pilot_manifest.output.manifest,
 
 
 rule tier_T1:
     input:
-        tier_target(WF.confirmatory, "T1"),
+        W.tier_target(WF.confirmatory, "T1"),
 
 
 rule tier_T2:
     input:
-        tier_target(WF.confirmatory, "T2"),
+        W.tier_target(WF.confirmatory, "T2"),
 
 
 rule tier_T3:
     input:
-        tier_target(WF.confirmatory, "T3"),
+        W.tier_target(WF.confirmatory, "T3"),
 
 
 rule tier_T4:
     input:
-        tier_target(WF.confirmatory, "T4"),
+        W.tier_target(WF.confirmatory, "T4"),
 
 
 rule tier_T5:
     input:
-        tier_target(WF.confirmatory, "T5"),
+        W.tier_target(WF.confirmatory, "T5"),
 
 
 rule tier_T6:
     input:
-        tier_target(WF.confirmatory, "T6"),
+        W.tier_target(WF.confirmatory, "T6"),
 
 
 rule confirmatory:
     input:
-        gathered(WF.confirmatory),
-        [spent_path(WF.confirmatory, t) for t in live_tiers(WF.confirmatory)],
+        W.gathered(WF.confirmatory),
+        W.all_spent(WF.confirmatory),
 
 
 rule sensitivity:
     input:
-        sensitivity_file(WF.confirmatory),
+        W.sensitivity_file(WF.confirmatory),
 
 
 rule rehearse_pilot:
     input:
-        gathered(WF.pilot, mock=True),
+        W.gathered(WF.pilot, mock=True),
 
 
 rule rehearse_T1:
     input:
-        outcome_files(WF.confirmatory, "T1", mock=True),
+        W.outcome_files(WF.confirmatory, "T1", mock=True),
 
 
 rule rehearse_T2:
     input:
-        outcome_files(WF.confirmatory, "T2", mock=True),
+        W.outcome_files(WF.confirmatory, "T2", mock=True),
 
 
 rule rehearse_T3:
     input:
-        outcome_files(WF.confirmatory, "T3", mock=True),
+        W.outcome_files(WF.confirmatory, "T3", mock=True),
 
 
 rule rehearse_T4:
     input:
-        outcome_files(WF.confirmatory, "T4", mock=True),
+        W.outcome_files(WF.confirmatory, "T4", mock=True),
 
 
 rule rehearse_T5:
     input:
-        outcome_files(WF.confirmatory, "T5", mock=True),
+        W.outcome_files(WF.confirmatory, "T5", mock=True),
 
 
 rule rehearse_T6:
     input:
-        outcome_files(WF.confirmatory, "T6", mock=True),
+        W.outcome_files(WF.confirmatory, "T6", mock=True),
 
 
 rule rehearse_confirmatory:
     input:
-        gathered(WF.confirmatory, mock=True),
+        W.gathered(WF.confirmatory, mock=True),
 
 
 # Everything the protocol produces, in order; `make dag` draws this target's rule graph.
@@ -105,6 +105,6 @@ rule protocol:
         rules.exploratory.input,
         rules.sigma.input,
         rules.pilot.input,
-        "results/manifests/freeze.json",
+        rules.freeze.output.freeze,
         rules.confirmatory.input,
         rules.sensitivity.input,

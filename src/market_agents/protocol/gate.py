@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from market_agents.errors import BudgetExceeded, ConfigError
-from market_agents.protocol.design import Design, run_dir
+from market_agents.protocol.design import RESULTS, Design, run_dir
 from market_agents.protocol.planning import RunPlan, run_plans
 from market_agents.protocol.tiers import SACRIFICE_ORDER, tier_key
 from market_agents.sim.rundir import MANIFEST_FILE, OUTCOMES_FILE
@@ -161,6 +161,25 @@ def is_approved(manifest: dict, cell: str, seed: int) -> bool:
 # --- reading designs and run directories ------------------------------------------------------
 
 
+def manifest_path(design: str, tier: str, root: Path | str = RESULTS) -> Path:
+    """The gate's budget manifest of a design/tier (``ma gate approve --out``)."""
+    return Path(root) / "manifests" / "budget" / f"{design}_{tier}.json"
+
+
+def spent_path(design: str, tier: str, root: Path | str = RESULTS) -> Path:
+    """The reconciled spend of a design/tier (``ma gate reconcile --out``)."""
+    return Path(root) / "manifests" / "budget" / f"{design}_{tier}_spent.json"
+
+
+def cut_runs(design: str, tier: str, root: Path | str = RESULTS) -> set[tuple[str, int]]:
+    """(cell, seed) the gate of a design/tier cut in the order of sacrifice; empty before the
+    gate has run."""
+    path = manifest_path(design, tier, root)
+    if not path.exists():
+        return set()
+    return {(c["cell"], c["seed"]) for c in json.loads(path.read_text()).get("cut", [])}
+
+
 def recorded_usd(run: Path) -> float | None:
     """USD a finished run paid: the manifest's ``llm_usage.usd_spent`` (mock answers and cache
     replays cost nothing), else ``llm_usd`` of outcomes.json; None when it has not finished."""
@@ -192,21 +211,31 @@ def project_spent(results: Path = Path("results")) -> float:
     return total
 
 
-def check_keys(design: Design, cells: list[str], where: str) -> None:
-    """A live tier needs its provider keys before the gate approves anything."""
+def missing_keys(design: Design, cells: list[str]) -> list[tuple[str, str]]:
+    """(cell, what is missing) for every paid route of ``cells`` whose API key is not set
+    (``.env`` is read first); empty when every key is there."""
     from market_agents.llm.providers.registry import api_key, load_env
 
     load_env()
+    missing = []
     for cell in cells:
         llm = design.cell_config(cell).population.llm
         for route in llm.paid_routes():
             try:
                 api_key(llm.kind(route), route, llm.settings(route))
             except ConfigError as exc:
-                raise ConfigError(
-                    f"budget gate {where}: cell {cell!r}: {exc}. Or rehearse the same cells on "
-                    "the mock first (snakemake rehearse_<tier>)"
-                ) from None
+                missing.append((cell, str(exc)))
+    return missing
+
+
+def check_keys(design: Design, cells: list[str], where: str) -> None:
+    """A live tier needs its provider keys before the gate approves anything: ConfigError
+    naming the first missing one."""
+    for cell, problem in missing_keys(design, cells)[:1]:
+        raise ConfigError(
+            f"budget gate {where}: cell {cell!r}: {problem}. Or rehearse the same cells on "
+            "the mock first (snakemake rehearse_<tier>)"
+        )
 
 
 def reconcile_tier(design: Design, tier: str, results: Path = Path("results")) -> dict:

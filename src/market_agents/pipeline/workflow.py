@@ -1,0 +1,252 @@
+"""What the Snakemake rules ask, as one-line calls: the files a target needs, the input
+functions and parameters of each rule, and the command the rules run.
+
+``rules/common.smk`` builds one :class:`Workflow` from the Snakemake ``config``; every rule
+names its inputs, outputs and parameters through it, so the rules stay declarations and the
+logic here (and in ``protocol/registry.py``) is unit-tested without Snakemake. Input functions
+take Snakemake's ``wildcards`` (anything with the wildcard names as attributes).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from functools import cached_property
+from typing import Any
+
+from market_agents.config import config_hash
+from market_agents.errors import ConfigError
+from market_agents.pipeline.workflow_config import WorkflowConfig, validate_workflow_config
+from market_agents.protocol import gate
+from market_agents.protocol.design import cache_path, design_dir, run_dir
+from market_agents.protocol.registry import DesignRegistry
+from market_agents.protocol.tiers import tier_key
+from market_agents.sim.rundir import RUN_FILES
+
+RUN_PATTERN = "results/{kind}/{{design}}/{{cell}}/seed{{seed}}"  # kind: runs | rehearsal
+TARGETS = ("all, exploratory, sigma, pilot, freeze, tier_T1 … tier_T6, confirmatory, "
+           "sensitivity, rehearse_pilot, rehearse_T1 … rehearse_T6, rehearse_confirmatory, "
+           "protocol, dag")
+
+
+class Workflow:
+    """The workflow of one Snakemake invocation.
+
+    Args:
+        config: Snakemake's ``config`` dict (``config/workflow.yaml`` plus ``--config``);
+            validated here, ConfigError naming every bad key.
+    """
+
+    def __init__(self, config: dict[str, Any] | None):
+        self.config: WorkflowConfig = validate_workflow_config(config or {})
+        self.designs = DesignRegistry(self.config.designs_dir)
+        # The rules run `ma` and `snakemake` of the interpreter Snakemake runs in, activated or
+        # not, without touching PATH.
+        python = shlex.quote(sys.executable)
+        self.ma = f"{python} -m market_agents.cli"
+        self.snakemake = f"{python} -m snakemake"
+
+    # --- files of a design ------------------------------------------------------------------
+
+    def design_file(self, name: str) -> str:
+        """``config/designs/<name>.yaml`` (the workflow config's designs_dir)."""
+        return str(self.config.design_path(name))
+
+    def outcome_files(self, design: str, tier: str | None = None, mock: bool = False) -> list[str]:
+        """outcomes.json of every run a target of the design (or one tier of it) needs."""
+        return [str(run_dir(design, cell, seed, mock) / "outcomes.json")
+                for cell, seed in self.designs.runs(design, tier, mock, self.config.max_seeds)]
+
+    def gathered(self, design: str, mock: bool = False) -> str:
+        """The design's outcomes.parquet (``ma gather``)."""
+        return str(design_dir(design, mock) / "outcomes.parquet")
+
+    def sensitivity_file(self, design: str) -> str:
+        """The design's sensitivity.parquet (``ma sensitivity``)."""
+        return str(design_dir(design) / "sensitivity.parquet")
+
+    def gate_manifest(self, design: str, tier: str) -> str:
+        """The budget manifest of a design/tier; with ``"{design}", "{tier}"`` a rule pattern."""
+        return str(gate.manifest_path(design, tier))
+
+    def spent(self, design: str, tier: str) -> str:
+        """The reconciled spend of a design/tier; with wildcards a rule pattern."""
+        return str(gate.spent_path(design, tier))
+
+    def tier_target(self, design: str, tier: str) -> list[str]:
+        """A tier is done when its runs are scored and, if it is live, its spend reconciled."""
+        files = self.outcome_files(design, tier)
+        if tier in self.designs.live_tiers(design):
+            files.append(self.spent(design, tier))
+        return files
+
+    def all_spent(self, design: str) -> list[str]:
+        """The reconciled spend of every live tier of a design."""
+        return [self.spent(design, t) for t in self.designs.live_tiers(design)]
+
+    def run_outputs(self, kind: str) -> dict[str, str]:
+        """The files ``ma cell`` writes into a run directory of ``kind`` (runs, rehearsal, or
+        the wildcard ``{kind}``), keyed by name without extension (``manifest``, ``ticks``)."""
+        prefix = RUN_PATTERN.format(kind=kind)
+        return {f.split(".")[0]: f"{prefix}/{f}" for f in RUN_FILES}
+
+    # --- live designs and cells -----------------------------------------------------------
+
+    def extra_live_designs(self) -> list[str]:
+        """Designs of the folder beyond the protocol's four (the test designs' live ones)."""
+        c = self.config
+        named = (c.exploratory, c.sigma, c.pilot, c.confirmatory)
+        return [n for n in self.designs.names() if n not in named]
+
+    @cached_property
+    def _live(self) -> tuple[set[str], set[str]]:
+        c = self.config
+        return self.designs.live_names([c.pilot, c.confirmatory, *self.extra_live_designs()])
+
+    @property
+    def live_designs(self) -> str:
+        """Wildcard constraint: the designs with live runs (the only ones simulate_live makes)."""
+        return _alternatives(self._live[0])
+
+    @property
+    def live_cells(self) -> str:
+        """Wildcard constraint: the cells that run live in some live design."""
+        return _alternatives(self._live[1])
+
+    # --- input functions (wildcards) ------------------------------------------------------
+
+    def design_yaml(self, wildcards: Any) -> str:
+        """The design file; an unknown design fails here, at DAG time, naming the known ones."""
+        self.designs.get(wildcards.design)
+        return self.design_file(wildcards.design)
+
+    def live_gate(self, wildcards: Any) -> str:
+        """The budget manifest a live run waits for: its design and its cell's tier."""
+        return self.gate_manifest(wildcards.design,
+                                  self.designs.tier_of(wildcards.design, wildcards.cell))
+
+    def earlier_spent(self, wildcards: Any) -> list[str]:
+        """Tiers run in order: the gate of a tier waits for the reconciled spend of the earlier
+        live tiers of the design and, after T1, for the decision library built from T1."""
+        mine = tier_key(wildcards.tier)
+        files = [self.spent(wildcards.design, t) for t in self.designs.live_tiers(wildcards.design)
+                 if tier_key(t) < mine]
+        if wildcards.design == self.config.confirmatory and mine > tier_key("T1"):
+            files += self.designs.library_files(wildcards.design)
+        return files
+
+    def library_input(self, wildcards: Any) -> list[str]:
+        """A live cell that replays a frozen library needs the file first (the library is built
+        from live T1 runs; a rehearsal must never start live work)."""
+        path = self.designs.frozen_library(wildcards.design, wildcards.cell)
+        return [path] if path else []
+
+    def rehearsal_library_input(self, wildcards: Any) -> list[str]:
+        """A rehearsed cell that replays a library needs the one built from rehearsed T1 runs."""
+        path = self.designs.frozen_library(wildcards.design, wildcards.cell, mock=True)
+        return [path] if path else []
+
+    def library_model(self, wildcards: Any) -> str:
+        """The model id a library keeps: the one its replaying cells name for the library."""
+        target = f"results/library/{wildcards.library}.npz"
+        return self.designs.library_model(
+            target, [self.config.confirmatory, *self.extra_live_designs()])
+
+    def gate_plan(self, wildcards: Any) -> str:
+        """The dry run's line for a gate: live runs, decisions and USD planned."""
+        return self.designs.plan_line(wildcards.design, wildcards.tier, self.config.tokens_in,
+                                      self.config.tokens_out)
+
+    def tier_runs_outcomes(self, wildcards: Any) -> list[str]:
+        """outcomes.json of the runs of one design/tier (the reconciliation's input)."""
+        return self.outcome_files(wildcards.design, wildcards.tier)
+
+    def design_outcomes(self, wildcards: Any) -> list[str]:
+        """outcomes.json of every run of a design, live (kind runs) or rehearsed."""
+        return self.outcome_files(wildcards.design, mock=wildcards.kind == "rehearsal")
+
+    def run_path(self, wildcards: Any) -> str:
+        """The run directory of the outcomes rule (its ``kind`` wildcard: runs or rehearsal)."""
+        return str(run_dir(wildcards.design, wildcards.cell, int(wildcards.seed),
+                           wildcards.kind == "rehearsal"))
+
+    def cache(self, design: str, mock: bool = False) -> str:
+        """The design's LLM response cache; rehearsals (``mock``) keep their own, so mock
+        answers never reach a live run."""
+        return str(cache_path(design, mock))
+
+    def cache_file(self, wildcards: Any) -> str:
+        """The design's LLM response cache."""
+        return self.cache(wildcards.design)
+
+    def rehearsal_cache(self, wildcards: Any) -> str:
+        """The rehearsal's own cache."""
+        return self.cache(wildcards.design, mock=True)
+
+    def cell_hash(self, wildcards: Any) -> str:
+        """The cell's config hash as a param: a changed cell config re-runs its free runs."""
+        return config_hash(self.designs.get(wildcards.design).cell_config(wildcards.cell))
+
+    def rehearsal_cell_hash(self, wildcards: Any) -> str:
+        """The rehearsed cell's config hash (every live route served by the mock)."""
+        design = self.designs.get(wildcards.design)
+        return config_hash(design.cell_config(wildcards.cell, mock=True))
+
+    def gather_flags(self, wildcards: Any) -> str:
+        """--mock for rehearsals; --allow-missing when max_seeds runs only part of each cell."""
+        flags = ["--mock"] if wildcards.kind == "rehearsal" else []
+        return " ".join(flags + (["--allow-missing"] if self.config.max_seeds else []))
+
+    def partial_flag(self, wildcards: Any) -> str:
+        """--allow-missing when max_seeds runs only part of each cell."""
+        return "--allow-missing" if self.config.max_seeds else ""
+
+    def freeze_flag(self, wildcards: Any) -> str:
+        """Confirmatory live runs need a valid freeze; the gate and every live job check it."""
+        if wildcards.design == self.config.confirmatory:
+            return "--freeze results/manifests/freeze.json"
+        return ""
+
+    def pilot_cap_flag(self, wildcards: Any) -> str:
+        """The pilot cap, for the pilot design's gate only."""
+        if wildcards.design == self.config.pilot:
+            return f"--pilot-cap {self.config.pilot_cap_usd}"
+        return ""
+
+    def unknown_target(self, wildcards: Any) -> list[str]:
+        """The input of the catch-all rule: a ConfigError naming the targets."""
+        raise ConfigError(
+            f"unknown target {wildcards.name!r}. Targets: {TARGETS}; or a file such as "
+            "results/runs/<design>/outcomes.parquet (README 'Workflow')"
+        )
+
+    # --- Bazaar ---------------------------------------------------------------------------
+
+    @property
+    def bazaar_tiers(self) -> list[str]:
+        """Every Bazaar tier, sorted."""
+        from market_agents.bazaar.tiers import TIERS
+
+        return sorted(TIERS)
+
+    def bazaar_eval_dir(self, wildcards: Any) -> str:
+        """The output folder of one Bazaar evaluation."""
+        return f"results/bazaar/eval/{wildcards.provider}/{wildcards.model}/{wildcards.bz_tier}"
+
+    def bazaar_cache(self, wildcards: Any) -> str:
+        """One response cache per Bazaar provider."""
+        return f"results/cache/bazaar_{wildcards.provider}.sqlite"
+
+    def bazaar_usd_cap(self, wildcards: Any) -> str:
+        """Live evaluations need a USD cap: the workflow config's bazaar_usd_cap."""
+        return "" if wildcards.provider == "mock" else f"--usd-cap {self.config.bazaar_usd_cap}"
+
+    def bazaar_api(self, wildcards: Any) -> int:
+        """A live evaluation takes the api resource (live calls are serialized)."""
+        return 0 if wildcards.provider == "mock" else 1
+
+
+def _alternatives(names: set[str]) -> str:
+    """A regex matching exactly ``names``; one that matches nothing when empty."""
+    return "|".join(sorted(names)) or "(?!)"
+

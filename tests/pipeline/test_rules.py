@@ -1,0 +1,55 @@
+"""Rules are declarations: the Snakefile and rules/*.smk name inputs, outputs, logs, resources,
+params and the `ma` command, and call into the package for everything else (logic lives in
+market_agents.pipeline.workflow and protocol.registry, unit-tested without Snakemake)."""
+
+import io
+import re
+import tokenize
+from pathlib import Path
+
+import pytest
+
+from tests.support import ROOT
+
+SMK_FILES = sorted([ROOT / "Snakefile", *(ROOT / "rules").glob("*.smk")])
+# Python that would be logic in a rule file: definitions, branches, loops, handlers,
+# comprehensions and conditional expressions (both use `for`/`if`).
+LOGIC = {"def", "class", "if", "elif", "else", "for", "while", "lambda", "try", "except",
+         "with", "return", "yield", "global", "nonlocal"}
+# (file name, keyword) -> why it is allowed. Keep it short; move logic into the package.
+ALLOWED: dict[tuple[str, str], str] = {}
+
+
+def logic_tokens(text: str) -> list[tuple[int, str]]:
+    """(line, keyword) of every Python logic keyword outside strings and comments."""
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    return [(t.start[0], t.string) for t in tokens
+            if t.type == tokenize.NAME and t.string in LOGIC]
+
+
+def test_the_checker_finds_logic():
+    assert logic_tokens("def f(x):\n    return [y for y in x if y]\n") == [
+        (1, "def"), (2, "return"), (2, "for"), (2, "if")]
+    assert logic_tokens('rule a:\n    shell: "if true; then ma x; fi"  # for\n') == []
+
+
+@pytest.mark.parametrize("path", SMK_FILES, ids=lambda p: p.name)
+def test_rule_files_hold_no_logic(path: Path):
+    found = [(line, kw) for line, kw in logic_tokens(path.read_text())
+             if (path.name, kw) not in ALLOWED]
+    assert found == [], f"{path.name}: move this into market_agents.pipeline.workflow"
+
+
+def test_rules_call_ma_through_the_workflow_and_never_rewrite_path():
+    for path in SMK_FILES:
+        text = path.read_text()
+        assert "os.environ" not in text and "PATH" not in text, path.name
+        shells = re.findall(r'shell:\s*\n((?:\s+".*"\n)+)', text)
+        for shell in shells:
+            assert not re.search(r'(^|[\s&"])ma ', shell), (path.name, shell)
+
+
+def test_every_rule_file_is_included():
+    snakefile = (ROOT / "Snakefile").read_text()
+    included = set(re.findall(r'^include: "rules/(\w+\.smk)"', snakefile, re.M))
+    assert included == {p.name for p in (ROOT / "rules").glob("*.smk")}

@@ -1,0 +1,93 @@
+"""The workflow object the rules call: files, input functions and parameters, without
+Snakemake (the Snakefile itself is run end to end in test_snakefile.py)."""
+
+import shlex
+import subprocess
+from types import SimpleNamespace
+
+import pytest
+
+from market_agents.errors import ConfigError
+from market_agents.pipeline.workflow import Workflow
+from market_agents.sim.rundir import RUN_FILES
+
+
+@pytest.fixture
+def wf(workdir, monkeypatch):
+    monkeypatch.chdir(workdir)
+    return Workflow({})  # the protocol's designs, config/designs
+
+
+def wc(**kw):
+    return SimpleNamespace(**kw)
+
+
+def test_bad_workflow_config_is_named():
+    with pytest.raises(ConfigError, match=r"tokens_in: Input should be greater than or equal "
+                                          r"to 1 \(got -5\).*config\.schema\.json"):
+        Workflow({"tokens_in": -5})
+
+
+def test_run_outputs_are_the_run_directory_format(wf):
+    out = wf.run_outputs("runs")
+    assert sorted(p.rsplit("/", 1)[1] for p in out.values()) == sorted(RUN_FILES)
+    assert out["manifest"] == "results/runs/{design}/{cell}/seed{seed}/manifest.json"
+    assert wf.run_outputs("{kind}")["ticks"] == (
+        "results/{kind}/{design}/{cell}/seed{seed}/ticks.parquet")
+
+
+def test_gate_paths_are_patterns_and_files(wf):
+    assert wf.gate_manifest("{design}", "{tier}") == (
+        "results/manifests/budget/{design}_{tier}.json")
+    assert wf.spent("confirmatory", "T1") == "results/manifests/budget/confirmatory_T1_spent.json"
+
+
+def test_a_tier_waits_for_the_earlier_tiers_and_the_library(wf):
+    t3 = wf.earlier_spent(wc(design="confirmatory", tier="T3"))
+    assert t3 == [wf.spent("confirmatory", "T1"), wf.spent("confirmatory", "T2"),
+                  "results/library/nano_v1.npz"]
+    assert wf.earlier_spent(wc(design="confirmatory", tier="T1")) == []
+    assert wf.tier_target("confirmatory", "T2")[-1] == wf.spent("confirmatory", "T2")
+    assert wf.all_spent("confirmatory") == [wf.spent("confirmatory", f"T{i}")
+                                            for i in range(1, 7)]
+
+
+def test_live_constraints_name_only_live_designs_and_cells(wf):
+    assert set(wf.live_designs.split("|")) == {"pilot_openai", "confirmatory"}
+    assert "share_0" not in wf.live_cells.split("|") and "share_25" in wf.live_cells.split("|")
+
+
+def test_flags_and_params(wf):
+    assert wf.freeze_flag(wc(design="confirmatory")) == "--freeze results/manifests/freeze.json"
+    assert wf.freeze_flag(wc(design="pilot_openai")) == ""
+    assert wf.pilot_cap_flag(wc(design="pilot_openai")) == "--pilot-cap 5.0"
+    assert wf.gather_flags(wc(kind="rehearsal")) == "--mock"
+    assert Workflow({"max_seeds": 1}).partial_flag(wc()) == "--allow-missing"
+    assert wf.run_path(wc(design="d", cell="c", seed="7", kind="rehearsal")) == (
+        "results/rehearsal/d/c/seed0007")
+    assert wf.cache_file(wc(design="d")) == "results/cache/d.sqlite"
+    assert wf.rehearsal_cache(wc(design="d")) == "results/rehearsal/cache/d.sqlite"
+    assert wf.cell_hash(wc(design="exploratory", cell="share_0")) != wf.cell_hash(
+        wc(design="exploratory", cell="share_25"))
+    assert wf.bazaar_usd_cap(wc(provider="mock")) == ""
+    assert wf.bazaar_api(wc(provider="openai")) == 1
+
+
+def test_max_seeds_shortens_every_target(workdir, monkeypatch):
+    monkeypatch.chdir(workdir)
+    full = Workflow({}).outcome_files("exploratory")
+    small = Workflow({"max_seeds": 1}).outcome_files("exploratory")
+    assert 0 < len(small) < len(full) and set(small) <= set(full)
+
+
+def test_unknown_target_and_design_are_named(wf):
+    with pytest.raises(ConfigError, match="unknown target 'tier_T9'. Targets: all"):
+        wf.unknown_target(wc(name="tier_T9"))
+    with pytest.raises(ConfigError, match="unknown design 'nosuch'"):
+        wf.design_yaml(wc(design="nosuch"))
+
+
+def test_the_rules_command_runs_without_path(wf):
+    done = subprocess.run([*shlex.split(wf.ma), "--help"], capture_output=True, text=True,
+                          env={}, timeout=120)
+    assert done.returncode == 0 and "usage: ma" in done.stdout
