@@ -1,4 +1,4 @@
-"""``ma bazaar eval`` through a real HTTP provider (openai_compatible against a stub server on
+"""``ma bazaar eval`` through a real HTTP provider (openai_compatible against the fake server on
 127.0.0.1): the episodes match the engine played with the same rule, spend is priced, and a USD
 cap stops episodes instead of overspending."""
 
@@ -9,19 +9,20 @@ import pytest
 
 from market_agents.bazaar.play import play
 from market_agents.cli import main
-from tests.support.bazaar import StubServer, act
+from tests.support.bazaar import act, bazaar_server
 
 
 def _eval(server, out, usd_cap, seeds=3):
     return main(["bazaar", "eval", "--tier", "micro", "--provider", "openai_compatible",
-                 "--base-url", server.url, "--model", "gpt-5.4-nano", "--seeds", str(seeds),
+                 "--base-url", f"{server.url}/v1", "--model", "gpt-5.4-nano",
+                 "--seeds", str(seeds),
                  "--usd-cap", str(usd_cap), "--out", str(out)])
 
 
 def test_openai_compatible_eval_matches_engine_and_is_priced(tmp_path):
-    with StubServer() as server:
+    with bazaar_server() as server:
         assert _eval(server, tmp_path, usd_cap=1.0) == 0
-        requests = server.requests
+        requests = len(server.requests)
     scores = pl.read_parquet(tmp_path / "scores.parquet")
     assert requests == 3 * 11  # one illegal first attempt + ten turns per episode
     for row in scores.iter_rows(named=True):
@@ -29,15 +30,15 @@ def test_openai_compatible_eval_matches_engine_and_is_priced(tmp_path):
         assert row["reward"] == pytest.approx(expected["reward"], abs=1e-12)
         assert row["illegal"] == 1 and row["stopped"] is None
     summary = json.loads((tmp_path / "summary.json").read_text())
-    # the stub reports 10 input and 5 output tokens per call, priced from config/prices.yaml
+    # the fake server reports 10 input and 5 output tokens per call, priced from config/prices.yaml
     assert summary["usage"]["usd_spent"] == pytest.approx(33 * (10 * 0.20 + 5 * 1.25) / 1e6)
 
 
 def test_usd_cap_stops_episodes_and_scores_them_as_passes(tmp_path):
-    with StubServer() as server:
+    with bazaar_server() as server:
         # the planning estimate of one call (760 in, 230 out) already exceeds this cap
         assert _eval(server, tmp_path, usd_cap=0.0001, seeds=2) == 0
-        assert server.requests == 0
+        assert server.requests == []
     scores = pl.read_parquet(tmp_path / "scores.parquet")
     assert scores["stopped"].to_list() == ["budget_halt", "budget_halt"]
     assert scores["truncated"].all()

@@ -1,6 +1,6 @@
-"""The verifiers adapter, for real: a ``vf.MultiTurnEnv`` evaluated against a local
-OpenAI-compatible stub server on 127.0.0.1 started by the test. Needs the ``bazaar`` extra
-(``uv sync --all-extras``, as CI does)."""
+"""The verifiers adapter, for real: a ``vf.MultiTurnEnv`` evaluated against the local
+OpenAI-compatible fake server (market_agents.testing) on 127.0.0.1 started by the test. Needs
+the ``bazaar`` extra (``uv sync --all-extras``, as CI does)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from market_agents.bazaar.verifiers_env import (  # noqa: E402
     assistant_messages,
     load_environment,
 )
-from tests.support.bazaar import StubServer, act  # noqa: E402
+from tests.support.bazaar import act, bazaar_server  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -27,12 +27,13 @@ def evaluation():
     env = load_environment(tier="micro", num_train_examples=2, num_eval_examples=3)
     os.environ["BAZAAR_STUB_KEY"] = "not-a-real-key"
     try:
-        with StubServer() as server:
-            config = ClientConfig(api_base_url=server.url, api_key_var="BAZAAR_STUB_KEY",
+        with bazaar_server() as server:
+            config = ClientConfig(api_base_url=f"{server.url}/v1",
+                                  api_key_var="BAZAAR_STUB_KEY",
                                   max_retries=0, timeout=60)
             out = env.evaluate_sync(client=config, model="stub", num_examples=3,
                                     rollouts_per_example=1)
-            requests = server.requests
+            requests = len(server.requests)
     finally:
         os.environ.pop("BAZAAR_STUB_KEY", None)
     return env, out["outputs"], requests
@@ -47,7 +48,7 @@ def test_load_environment_is_a_multiturn_env_with_train_and_eval_splits():
     assert "quote BP BQ AP AQ" in train[0]["prompt"][0]["content"]
 
 
-def test_evaluation_against_stub_server_matches_engine(evaluation):
+def test_evaluation_against_the_fake_server_matches_engine(evaluation):
     _, outputs, requests = evaluation
     assert len(outputs) == 3
     # one illegal first attempt plus ten turns per episode

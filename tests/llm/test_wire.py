@@ -1,9 +1,6 @@
 """The real openai and anthropic SDKs against a local server speaking their wire formats."""
 
 import asyncio
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -194,30 +191,6 @@ def test_missing_key_fails_before_any_call(fake_api):
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY is not set"):
         LLMClient.from_settings(_config(api), env=env)
     assert api.requests == []
-
-
-def test_fakeserver_runs_as_a_module(tmp_path):
-    log = tmp_path / "log.jsonl"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "market_agents.testing.fakeserver", "--port", "0",
-         "--log", str(log)],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline()
-        assert line.startswith("listening on http://127.0.0.1:")
-        url = line.split()[-1]
-        env = {"OPENAI_API_KEY": "x", "OPENAI_BASE_URL": f"{url}/v1"}
-        c = LLMClient.from_settings(
-            LLMConfig(provider_mix={"openai": 1.0}, models={"openai": "gpt-5.4-nano"},
-                      usd_cap=1.0), env=env)
-        [r] = c.complete_many([decision_request("openai", "openai", "gpt-5.4-nano")],
-                              schema.parse_decision)
-        c.close()
-        assert r.valid and log.read_text().count("\n") == 1
-    finally:
-        proc.terminate()
-        proc.wait(10)
-    assert os.environ.get("OPENAI_API_KEY") != "x"
 
 
 def test_unreachable_provider_stops_the_run_and_records_nothing(tmp_path):

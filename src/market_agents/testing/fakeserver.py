@@ -1,11 +1,16 @@
 """A local HTTP server that speaks the OpenAI Responses, Anthropic Messages and OpenAI chat
-completions wire formats, for tests and benchmarks. No network beyond 127.0.0.1.
+completions wire formats, for tests and benchmarks (the fake provider of the whole project, as
+numpy and pandas keep their own testing helpers). No network beyond 127.0.0.1.
 
-Answers come from the mock trading rule, deterministic from the request body, so a run against
-it is reproducible whatever the arrival order. It checks the request fields the project relies
-on (400 naming what is missing), can answer slowly (fixed latency plus seeded jitter), and can
-inject faults: a queue consumed one per request (``429``, ``500``, ``timeout``, ``badjson``,
-``malformed``, ``refusal``, ``ok``) and/or a share of first attempts answered 429/500.
+What it answers comes from an answer function ``answer(body, digest) -> text`` (the request
+body, and a SHA-256 of its raw bytes to seed any randomness); the default is the mock trading
+rule, deterministic from the request body, so a run against it is reproducible whatever the
+arrival order. Bazaar's tests pass a function that plays a fixed Bazaar rule.
+
+It checks the request fields the project relies on (400 naming what is missing), can answer
+slowly (fixed latency plus seeded jitter), and can inject faults: a queue consumed one per
+request (``429``, ``500``, ``timeout``, ``badjson``, ``malformed``, ``refusal``, ``ok``) and/or
+a share of first attempts answered 429/500.
 
     python -m market_agents.testing.fakeserver --port 8123 --log requests.jsonl --latency 0.2
 
@@ -25,6 +30,7 @@ import socket
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -37,25 +43,35 @@ from market_agents.llm.providers.mock import trade_rule
 FAULTS = ("ok", "429", "500", "timeout", "badjson", "malformed", "refusal")
 
 
-def _texts(body: dict[str, Any]) -> tuple[str, str]:
-    """(system text, user text) from any of the three wire formats."""
-    system = body.get("instructions") or ""
+Answer = Callable[[dict[str, Any], bytes], str]
+
+
+def messages(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """(role, text) of every message of a request in any of the three wire formats, the
+    system prompt (``instructions`` or ``system``) first when there is one."""
+    out = []
+    if body.get("instructions"):
+        out.append(("system", body["instructions"]))
     if isinstance(body.get("system"), list):
-        system = "".join(b.get("text", "") for b in body["system"])
+        out.append(("system", "".join(b.get("text", "") for b in body["system"])))
     elif isinstance(body.get("system"), str):
-        system = body["system"]
-    users = []
-    for m in body.get("input") or body.get("messages") or []:
+        out.append(("system", body["system"]))
+    items = body.get("input")
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    for m in items or body.get("messages") or []:
         content = m.get("content")
         if isinstance(content, list):
             content = "".join(c.get("text", "") for c in content if isinstance(c, dict))
-        if m.get("role") == "system":
-            system += content or ""
-        else:
-            users.append(content or "")
-    if isinstance(body.get("input"), str):
-        users.append(body["input"])
-    return system, "\n".join(users)
+        out.append((m.get("role") or "user", content or ""))
+    return out
+
+
+def _texts(body: dict[str, Any]) -> tuple[str, str]:
+    """(system text, user text) of a request: every non-system message joined by newlines."""
+    pairs = messages(body)
+    return ("".join(t for r, t in pairs if r == "system"),
+            "\n".join(t for r, t in pairs if r != "system"))
 
 
 def check_request(path: str, body: dict[str, Any]) -> list[str]:
@@ -90,6 +106,8 @@ def check_request(path: str, body: dict[str, Any]) -> list[str]:
 
 
 def answer_text(body: dict[str, Any], digest: bytes) -> str:
+    """The default answer: the mock trading rule on the snapshot in the prompt (``hold`` when
+    there is none), drawn from a generator seeded by ``digest``."""
     _, user = _texts(body)
     snapshot = extract_snapshot(user)
     if snapshot is None:
@@ -99,12 +117,26 @@ def answer_text(body: dict[str, Any], digest: bytes) -> str:
 
 
 class FakeAPI:
-    """The server state; ``FakeAPI(...).start()`` serves on 127.0.0.1 in a daemon thread."""
+    """The server state; ``FakeAPI(...).start()`` serves on 127.0.0.1 in a daemon thread.
+
+    Args:
+        port: 0 for any free port (``url`` says which).
+        latency_s, jitter_s: seconds added to every answer, fixed and uniform random.
+        faults: consumed one per request: ``ok``, ``429``, ``500``, ``timeout`` (waits
+            ``hang_s``), ``badjson``, ``malformed``, ``refusal``.
+        first_attempt_fail_rate: share of first attempts answered 429 or 500.
+        log_path: one JSON line per request (never the key).
+        valid_keys: accepted API keys; None accepts any non-empty key.
+        answer: ``answer(body, digest) -> text``; default :func:`answer_text`.
+        tokens: (input, output) tokens to report for every answer, with no cache reads and no
+            reasoning; default: synthetic counts from the prompt's length.
+    """
 
     def __init__(self, port: int = 0, latency_s: float = 0.0, jitter_s: float = 0.0,
                  faults: list[str] | None = None, first_attempt_fail_rate: float = 0.0,
                  retry_after_s: float = 0.01, hang_s: float = 3.0, seed: int = 0,
-                 log_path: str | Path | None = None, valid_keys: set[str] | None = None):
+                 log_path: str | Path | None = None, valid_keys: set[str] | None = None,
+                 answer: Answer | None = None, tokens: tuple[int, int] | None = None):
         for f in faults or []:
             if f not in FAULTS:
                 raise ValueError(f"unknown fault {f!r}; known: {FAULTS}")
@@ -115,6 +147,8 @@ class FakeAPI:
         self.rng = random.Random(seed)
         self.log_path = Path(log_path) if log_path else None
         self.valid_keys = valid_keys  # None: any non-empty key is accepted
+        self.answer: Answer = answer or answer_text
+        self.tokens = tokens
         self.requests: list[dict[str, Any]] = []
         self.seen: Counter[str] = Counter()
         self.lock = threading.Lock()
@@ -169,6 +203,9 @@ class FakeAPI:
         """Synthetic usage. A provider's prompt cache depends on arrival order; here a cacheable
         request (prompt_cache_key, or a cache_control system prompt) reads the cache with a
         probability drawn from its own body, so usage too is independent of arrival order."""
+        if self.tokens is not None:
+            return {"system": 0, "user": self.tokens[0], "cached": 0, "written": 0,
+                    "output": self.tokens[1], "reasoning": 0}
         system, user = _texts(body)
         n_system, n_user = max(1, len(system) // 4), max(1, len(user) // 4)
         key = body.get("prompt_cache_key") or (system if path.endswith("/messages") else "")
@@ -287,7 +324,7 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
             if fault == "badjson":
                 self._send(200, b'{"id": "resp_fake", "output": [')
                 return
-            text = answer_text(body, digest)
+            text = api.answer(body, digest)
             if fault == "malformed":
                 text = text[: len(text) // 2]
             refusal = fault == "refusal"
