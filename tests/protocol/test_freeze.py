@@ -115,3 +115,36 @@ def test_the_sensitivity_grid_is_defined_once_in_the_frozen_outcomes():
     args = build_parser("sensitivity").parse_args(["sensitivity", "d.yaml"])
     assert tuple(float(x) for x in args.bubbles.split(",")) == SENSITIVITY_BUBBLE_GAPS
     assert tuple(float(x) for x in args.crashes.split(",")) == SENSITIVITY_CRASH_DROPS
+
+
+def test_every_frozen_path_exists():
+    from market_agents.protocol.freeze import PACKAGE_ROOT
+
+    assert PACKAGE_ROOT == PKG
+    for name in FROZEN_FILES:
+        assert (PACKAGE_ROOT / name).is_file(), f"frozen file {name} moved: update FROZEN_FILES"
+
+
+# What a frozen file may import: the standard library's pure parts, the numeric stack,
+# pydantic, and the LLM layer's plain data types.
+PURE_IMPORTS = {"__future__", "dataclasses", "typing", "json", "math", "numpy", "polars",
+                "pydantic", "market_agents.llm.types"}
+
+
+def test_frozen_files_stay_small_and_pure():
+    import ast
+
+    for name in FROZEN_FILES:
+        text = (PKG / name).read_text()
+        assert text.count("\n") < 400, f"{name} grew: keep the frozen files small"
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                mods = [node.module]
+            else:
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                    assert node.func.id != "open", f"{name} opens a file"
+                continue
+            assert set(mods) <= PURE_IMPORTS, f"{name} imports {mods}: frozen files are pure"
+        assert ".read_" not in text and ".write_" not in text, f"{name} does I/O"

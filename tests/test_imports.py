@@ -1,0 +1,159 @@
+"""Allowed import directions between the package's folders (docs: market_agents/__init__.py).
+
+The engine (market, agents, sim) and the LLM layer never import the protocol, the workflow, the
+commands, the analysis or the test server; the LLM layer never imports the market or the agents
+(agents/llm_trader.py is the bridge); nothing in the product imports ``testing``; Bazaar's
+engine stands alone; the bottom layer imports nothing from the package; no module imports
+itself back through another (imports under ``if TYPE_CHECKING:`` are annotations only).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import market_agents
+
+PKG = Path(market_agents.__file__).parent
+BOTTOM = ("core", "errors", "rng", "atomic")
+ENGINE = ("market", "agents", "sim")
+ABOVE_ENGINE = ("protocol", "pipeline", "commands", "analysis", "testing", "bazaar", "cli")
+# folder -> folders (or top-level modules) it must never import
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    **{name: ("*",) for name in BOTTOM},
+    **{folder: ABOVE_ENGINE for folder in ENGINE},
+    "llm": (*ABOVE_ENGINE, *ENGINE, "config"),
+    "analysis": ("protocol", "pipeline", "commands", "testing", "bazaar", "cli"),
+    "protocol": ("pipeline", "commands", "testing", "bazaar", "cli"),
+    "pipeline": ("commands", "testing", "cli"),
+    "bazaar": (*ENGINE, "protocol", "pipeline", "commands", "analysis", "testing", "cli",
+               "config"),
+    "commands": ("testing",),
+    "config": ABOVE_ENGINE,
+}
+# Bazaar's engine also stands apart from the LLM layer (llm_eval.py is its bridge).
+BAZAAR_ENGINE = ("engine", "policies", "anchors", "exploits", "parser", "scenario", "tiers",
+                 "flow", "play")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PKG.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def imports(path: Path) -> set[str]:
+    """Package modules ``path`` imports at run time, anywhere in the file."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:  # `from market_agents.llm import prompting` is a module
+                sub = f"{node.module}.{a.name}"
+                is_module = (PKG.parent / sub.replace(".", "/")).with_suffix(".py").exists() or (
+                    PKG.parent / sub.replace(".", "/") / "__init__.py").exists()
+                found.add(sub if is_module else node.module)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text()))
+    return {m for m in found if m.split(".")[0] == "market_agents" and m != "market_agents"}
+
+
+GRAPH = {module_name(p): imports(p) for p in sorted(PKG.rglob("*.py"))}
+
+
+def folder(module: str) -> str:
+    """``market_agents.protocol.gate`` -> ``protocol``; ``market_agents.config`` -> ``config``;
+    the package's own ``__init__`` (the map and its lazy entry points) -> ``""``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_the_graph_sees_the_package():
+    assert len(GRAPH) > 80
+    assert "market_agents.protocol.design" in GRAPH["market_agents.protocol.gate"]
+    # an import under TYPE_CHECKING is not a run-time edge
+    assert "market_agents.protocol.design" not in GRAPH["market_agents.protocol.planning"]
+
+
+def test_folders_import_only_downwards():
+    bad = []
+    for module, deps in GRAPH.items():
+        rules = FORBIDDEN.get(folder(module), ())
+        for dep in deps:
+            if folder(dep) == folder(module):
+                continue
+            if "*" in rules or folder(dep) in rules:
+                bad.append(f"{module} imports {dep}")
+    assert bad == []
+
+
+def test_nothing_in_the_product_imports_the_test_server():
+    bad = [m for m, deps in GRAPH.items() if folder(m) != "testing"
+           and any(folder(d) == "testing" for d in deps)]
+    assert bad == []
+
+
+def test_bazaar_engine_imports_no_llm_layer():
+    engine = [f"market_agents.bazaar.{name}" for name in BAZAAR_ENGINE]
+    bad = [(m, d) for m in engine for d in GRAPH[m] if folder(d) == "llm"]
+    assert bad == []
+
+
+def test_no_import_cycles_between_modules():
+    state: dict[str, int] = {}
+    cycles = []
+
+    def walk(module: str, stack: list[str]) -> None:
+        state[module] = 1
+        for dep in sorted(GRAPH.get(module, ())):
+            if dep not in GRAPH:
+                continue
+            if state.get(dep) == 1:
+                cycles.append(stack[stack.index(dep):] + [dep])
+            elif dep not in state:
+                walk(dep, [*stack, dep])
+        state[module] = 2
+
+    for module in GRAPH:
+        if module not in state:
+            walk(module, [module])
+    assert cycles == []
+
+
+def _loaded_after(code: str, prefixes: tuple[str, ...]) -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"import sys; {code}; "
+         f"print(sorted(m for m in sys.modules if m.startswith({prefixes!r})))"],
+        capture_output=True, text=True, check=True)
+    return eval(out.stdout)  # a list of module names printed by the child
+
+
+def test_importing_the_llm_layer_loads_no_market_module():
+    modules = [p.stem for p in (PKG / "llm").glob("*.py")]
+    code = "import importlib; " + "; ".join(
+        f"importlib.import_module('market_agents.llm.{m}')" for m in modules)
+    assert _loaded_after(code + "; import market_agents.llm.providers.mock", (
+        "market_agents.market", "market_agents.agents", "market_agents.sim",
+        "market_agents.protocol", "market_agents.pipeline")) == []
+
+
+def test_bazaar_engine_loads_neither_verifiers_nor_the_market():
+    code = ("import market_agents.bazaar.engine, market_agents.bazaar.policies, "
+            "market_agents.bazaar.anchors, market_agents.bazaar.exploits")
+    assert _loaded_after(code, ("verifiers", "datasets", "market_agents.market",
+                                "market_agents.agents", "market_agents.llm")) == []
