@@ -1,0 +1,56 @@
+"""market_agents: an artificial stock market with LLM traders, run as pre-registered,
+reproducible, budgeted experiments (and Bazaar, a dealer environment for single LLM agents).
+
+The package, bottom to top (a folder imports only from the rows below it; tests/test_imports.py
+checks it)::
+
+    commands/ cli.py   `ma <command>`: argument parsing only, one module per command
+    pipeline/          the Snakemake workflow's side: workflow config (the protocol's
+                       defaults), what the rules ask (workflow.py), DAG rendering, run contract
+    protocol/          the experiment protocol: designs, planning, tiers, budget gate, freeze,
+                       pilot, the steps of a design, the design registry
+    analysis/          outcomes of a saved run (outcomes.py, FROZEN), scoring, statistics,
+                       stylized facts, figures
+    sim/               one run: the tick loop, the runner, the run-directory format
+    market/ agents/    the exchange and fundamentals; classical and LLM traders
+    llm/               the LLM layer: providers, cache, pricing, runtime caps (no market)
+    config.py          the simulation config (pydantic), hashed for provenance
+    core.py errors.py rng.py atomic.py   the bottom layer: imports nothing from the package
+    bazaar/            the Bazaar environment (its engine stands alone; llm_eval bridges to llm/)
+    testing/           the fake provider HTTP server for tests and benchmarks (never imported
+                       by the product)
+
+Data flow: config (+ design cell) -> sim.simulate -> run directory (sim.rundir) ->
+analysis.scoring (outcomes.json) -> protocol.steps.gather (outcomes.parquet) -> pipeline
+(Snakemake targets, gate, freeze, pilot) -> paper.
+
+The names in ``__all__`` are the main entry points; each is imported on first use, so
+``import market_agents`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# entry point -> module that defines it
+_ENTRY_POINTS = {
+    "Config": "market_agents.config",
+    "load_config": "market_agents.config",
+    "simulate": "market_agents.sim.simulation",
+    "run_to_dir": "market_agents.sim.runner",
+    "load_design": "market_agents.protocol.design",
+    "score_run": "market_agents.analysis.scoring",
+    "LLMClient": "market_agents.llm.client",
+    "MarketAgentsError": "market_agents.errors",
+    "ConfigError": "market_agents.errors",
+}
+
+__all__ = ["Config", "ConfigError", "LLMClient", "MarketAgentsError", "load_config",
+           "load_design", "run_to_dir", "score_run", "simulate"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ENTRY_POINTS:
+        return getattr(importlib.import_module(_ENTRY_POINTS[name]), name)
+    raise AttributeError(f"module 'market_agents' has no attribute {name!r}")

@@ -1,0 +1,4 @@
+"""One run of the market: the tick loop (``simulation.py``), the atomic runner that writes a
+run directory (``runner.py``) and the run-directory format: file names, table schemas, reading
+(``rundir.py``). Imports the market, the agents and the config; never the protocol, the
+workflow or the analysis."""
