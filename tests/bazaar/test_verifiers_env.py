@@ -89,14 +89,15 @@ def test_vf_eval_bazaar_against_a_local_openai_compatible_server(tmp_path):
 
     vf_eval = Path(sys.executable).parent / "vf-eval"
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}  # none needed
-    with StubServer() as server:
+    with bazaar_server() as server:
         result = subprocess.run(
-            [str(vf_eval), "bazaar", "-a", '{"tier": "micro"}', "-b", server.url, "-m", "stub",
+            [str(vf_eval), "bazaar", "-a", '{"tier": "micro"}', "-b", f"{server.url}/v1",
+             "-m", "stub",
              "-n", "3", "-r", "1", "-s", "-o", str(tmp_path / "out")],
             cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
             timeout=600,
         )
-        requests = server.requests
+        requests = len(server.requests)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert requests == 3 * 11
     [saved] = list((tmp_path / "out").rglob("results.jsonl"))
