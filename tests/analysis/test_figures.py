@@ -36,7 +36,7 @@ def test_not_a_run_dir(tmp_path, capsys):
 def test_run_figure_marks_margin_calls(tmp_path, baseline_path, monkeypatch):
     import json
 
-    from market_agents import figures
+    from market_agents.analysis import figures
 
     labels = []
     real = figures._save
