@@ -21,7 +21,7 @@ from market_agents.protocol import gate
 from market_agents.protocol.design import cache_path, design_dir, run_dir
 from market_agents.protocol.registry import DesignRegistry
 from market_agents.protocol.tiers import tier_key
-from market_agents.sim.rundir import RUN_FILES
+from market_agents.sim.rundir import OUTCOMES_FILE, RUN_FILES
 
 RUN_PATTERN = "results/{kind}/{{design}}/{{cell}}/seed{{seed}}"  # kind: runs | rehearsal
 TARGETS = ("all, exploratory, sigma, pilot, freeze, tier_T1 … tier_T6, confirmatory, "
@@ -54,7 +54,7 @@ class Workflow:
 
     def outcome_files(self, design: str, tier: str | None = None, mock: bool = False) -> list[str]:
         """outcomes.json of every run a target of the design (or one tier of it) needs."""
-        return [str(run_dir(design, cell, seed, mock) / "outcomes.json")
+        return [str(run_dir(design, cell, seed, mock) / OUTCOMES_FILE)
                 for cell, seed in self.designs.runs(design, tier, mock, self.config.max_seeds)]
 
     def gathered(self, design: str, mock: bool = False) -> str:
