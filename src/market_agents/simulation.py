@@ -126,6 +126,8 @@ class Run:
         self.value: list[list[float]] = self.path.value.tolist()
         self.mids: list[list[float]] = [[row[0]] for row in self.public]
         self.progress = sys.stderr.isatty() if progress is None else progress
+        self.tick_size = config.exchange.tick_size
+        self.position_limit = config.exchange.position_limit
 
     def snapshot(self, halted: bool) -> list[tuple]:
         """The public part of every asset's view, computed once per decision phase."""
@@ -143,19 +145,22 @@ class Run:
         return out
 
     def view(self, slot: int, public: list[tuple]) -> MarketView:
+        # One view per maker per tick and per trader decision (the largest cost after order
+        # handling): fields in MarketView's order, settings read once in __init__, and the
+        # one-asset market without a loop.
         ex = self.ex
         acct = ex.accounts[slot]
-        tick = self.config.exchange.tick_size
+        tick = self.tick_size
         shares = acct.shares
+        orders = acct.open_orders
         open_orders = tuple([(o.id, acct.order_asset[o.id], o.side, ex.to_price(o.price), o.qty)
-                             for o in acct.open_orders.values()]) if acct.open_orders else ()
-        return MarketView(
-            tick=ex.tick, slot=slot,
-            assets=tuple([AssetView(*p, shares[i]) for i, p in enumerate(public)]),
-            cash=acct.cash * tick, wealth=ex.equity(acct) * tick,
-            position_limit=self.config.exchange.position_limit, max_leverage=acct.leverage,
-            open_orders=open_orders,
-        )
+                             for o in orders.values()]) if orders else ()
+        if len(public) == 1:
+            assets: tuple[AssetView, ...] = (AssetView(*public[0], shares[0]),)
+        else:
+            assets = tuple([AssetView(*p, shares[i]) for i, p in enumerate(public)])
+        return MarketView(ex.tick, slot, assets, acct.cash * tick, ex.equity(acct) * tick,
+                          self.position_limit, acct.leverage, open_orders)
 
     def execute(self) -> dict[str, Any]:
         sim, ex = self.config.simulation, self.ex
