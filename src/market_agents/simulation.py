@@ -182,7 +182,7 @@ class Run:
                 for action in self.traders[slot].decide(self.view(slot, public)):
                     ex.submit(slot, action)
             due = self.schedule.get(t, [])
-            public = self.snapshot(halted)
+            public = self.snapshot(halted) if due else []  # most ticks of a sparse schedule
             views = {slot: self.view(slot, public) for slot in due}
             llm_due = {s: v for s, v in views.items() if s not in self.traders}
             llm_actions = self.pool.decide(t, llm_due) if llm_due else {}
