@@ -73,30 +73,30 @@ def pams(workload: str, repeats: int) -> dict:
     return {k: v[1:] for k, v in result.items()}  # drop the warm-up run
 
 
-def instructions(cmd_prefix: list[str], cmd: list[str], runs: int) -> int:
-    """Instructions executed by ``cmd`` with RUNS appended, under callgrind."""
+def instructions(cmd: list[str], env: dict[str, str] | None = None) -> int:
+    """Instructions executed by the process ``cmd``, under callgrind."""
     valgrind = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-    proc = subprocess.run(cmd_prefix + valgrind + cmd(runs), capture_output=True, text=True,
-                          cwd=ROOT)
+    # `uv run` (PAMS) starts valgrind inside its environment; ours runs under it directly.
+    cmd = cmd[:len(PAMS)] + valgrind + cmd[len(PAMS):] if cmd[:len(PAMS)] == PAMS else (
+        valgrind + cmd)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
     found = re.search(r"Collected : (\d+)", proc.stderr)
     if proc.returncode != 0 or not found:
         raise RuntimeError(f"callgrind failed: {proc.stderr.strip()[-400:]}")
     return int(found.group(1))
 
 
-def instructions_per_run(kind: str, workload: str) -> tuple[int, int]:
-    """Instructions of one run (2-run process less 1-run process) and that run's messages."""
-    if kind == "ours":
-        def cmd(runs: int) -> list[str]:
-            return ENGINE_RUNS + [str(runs)] + overrides(workload)
-        prefix: list[str] = []
-        second = ours(workload, 2)["messages"][1]
-    else:
-        def cmd(runs: int) -> list[str]:
-            return ["python", PAMS_SCRIPT, workload, str(runs)]
-        prefix = PAMS
-        second = run_json(PAMS + cmd(2))["messages"][1]
-    return instructions(prefix, cmd, 2) - instructions(prefix, cmd, 1), second
+def instructions_per_run(kind: str, workload: str, env: dict[str, str] | None = None,
+                         extra: tuple[str, ...] = ()) -> tuple[int, int]:
+    """Instructions of one run (a 2-run process less a 1-run process: start-up and imports
+    cancel) and that run's messages. ``env``/``extra``: our engine at another revision."""
+    def cmd(runs: int) -> list[str]:
+        if kind == "ours":
+            return ENGINE_RUNS + [str(runs), *overrides(workload), *extra]
+        return PAMS + ["python", PAMS_SCRIPT, workload, str(runs)]
+
+    second = run_json(cmd(2), env)["messages"][1]
+    return instructions(cmd(2), env) - instructions(cmd(1), env), second
 
 
 def equal_work(repeats: int, callgrind: bool) -> None:
@@ -160,24 +160,28 @@ def checkout(ref: str, dest: Path) -> Path:
     return dest
 
 
-def against(ref: str, repeats: int) -> None:
+def against(ref: str, repeats: int, callgrind: bool) -> None:
     """The protocol market on the engine at ``ref`` and on this tree, alternately, 3 rounds."""
     med = statistics.median
     with tempfile.TemporaryDirectory() as tmp:
         old = checkout(ref, Path(tmp))
         env_old = {**os.environ, "PYTHONPATH": str(old / "src")}
-        cmd_old = ENGINE_RUNS + [str(repeats), "--warmup", "--config",
-                                 str(old / "config" / "baseline.yaml")]
+        config_old = ("--config", str(old / "config" / "baseline.yaml"))
         t_old, t_new, same = [], [], True
         for _ in range(3):
-            a = run_json(cmd_old, env_old)
+            a = run_json(ENGINE_RUNS + [str(repeats), "--warmup", *config_old], env_old)
             b = ours("protocol", repeats)
             t_old += a["times"]
             t_new += b["times"]
             same &= a["messages"] == b["messages"]
-    print(f"engine at {ref}: median {med(t_old) * 1e3:.1f} ms/run; this tree: "
-          f"{med(t_new) * 1e3:.1f} ms/run; speed-up {med(t_old) / med(t_new):.2f}x "
-          f"({len(t_new)} runs each; same messages per seed: {same})")
+        print(f"engine at {ref}: median {med(t_old) * 1e3:.1f} ms/run; this tree: "
+              f"{med(t_new) * 1e3:.1f} ms/run; speed-up {med(t_old) / med(t_new):.2f}x "
+              f"({len(t_new)} runs each; same messages per seed: {same})")
+        if callgrind:
+            i_old, _ = instructions_per_run("ours", "protocol", env_old, config_old)
+            i_new, _ = instructions_per_run("ours", "protocol")
+            print(f"  instructions per run: {i_old / 1e6:.0f}M at {ref}, {i_new / 1e6:.0f}M "
+                  f"here; ratio {i_old / i_new:.2f}x")
 
 
 def main() -> None:
@@ -201,7 +205,7 @@ def main() -> None:
     floor = message_floor()
     print(f"message floor: one order sent, rested and expired costs {floor * 1e6:.2f} us")
     if not args.no_against:
-        against(args.against, args.repeats)
+        against(args.against, args.repeats, args.callgrind)
 
     with tempfile.TemporaryDirectory() as tmp:
         floor_s = [timed_s([sys.executable, "-c", "import numpy, polars, pydantic, yaml"])
