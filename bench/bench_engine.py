@@ -1,7 +1,8 @@
 """Engine speed: our classical market against PAMS on equal work, the engine against an earlier
 revision of itself, and the whole `ma run` process.
 
-Every figure is a ratio against a baseline measured in the same run (the machine is shared):
+Every figure is a ratio against a baseline measured in the same run, and times are CPU times of
+the measured process (the machine is shared: wall time would measure the other jobs):
 - equal-work pairs (README "bench_engine.py" says what each means): our protocol market (5 market
   makers quoting every tick, 95 traders deciding every 20 ticks, about 8,400 messages) against
   PAMS 0.3.0 with 5 of its MarketMakerAgents and 95 FCN agents (about 9,000 messages); our
@@ -25,6 +26,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -107,10 +109,10 @@ def equal_work(repeats: int, callgrind: bool) -> None:
             timed[("pams", w)] = pams(w, repeats)
     except RuntimeError as err:
         print(f"PAMS not timed: {err}", file=sys.stderr)
-    print(f"{'workload':<28} {'ms/run':>8} {'messages':>9} {'us/message':>11}")
+    print(f"{'workload':<28} {'CPU ms/run':>10} {'messages':>9} {'us/message':>11}")
     for (kind, w), r in timed.items():
-        ms, msgs = med(r["times"]) * 1e3, med(r["messages"])
-        print(f"{kind + ' ' + w:<28} {ms:8.1f} {msgs:9.0f} {ms * 1e3 / msgs:11.2f}")
+        ms, msgs = med(r["cpu"]) * 1e3, med(r["messages"])
+        print(f"{kind + ' ' + w:<28} {ms:10.1f} {msgs:9.0f} {ms * 1e3 / msgs:11.2f}")
     counted = {}
     if callgrind:
         for key in timed:
@@ -119,8 +121,8 @@ def equal_work(repeats: int, callgrind: bool) -> None:
         if ("pams", theirs) not in timed:
             continue
         a, b = timed[("ours", mine)], timed[("pams", theirs)]
-        per_run = med(b["times"]) / med(a["times"])
-        per_msg = (med(b["times"]) / med(b["messages"])) / (med(a["times"]) / med(a["messages"]))
+        per_run = med(b["cpu"]) / med(a["cpu"])
+        per_msg = (med(b["cpu"]) / med(b["messages"])) / (med(a["cpu"]) / med(a["messages"]))
         line = f"{label}: PAMS / ours per run {per_run:.2f}x, per message {per_msg:.2f}x"
         if counted:
             (ia, ma), (ib, mb) = counted[("ours", mine)], counted[("pams", theirs)]
@@ -143,11 +145,11 @@ def message_floor(n: int = 20000) -> float:
     order = Order(BUY, 1, 99.0, 0, 1)
     best = float("inf")
     for _ in range(5):
-        start = time.perf_counter()
+        start = time.process_time()
         for _ in range(n):
             ex.submit(0, order)
             ex.begin_tick(ex.tick + 1)
-        best = min(best, (time.perf_counter() - start) / n)
+        best = min(best, (time.process_time() - start) / n)
     return best
 
 
@@ -171,11 +173,11 @@ def against(ref: str, repeats: int, callgrind: bool) -> None:
         for _ in range(3):
             a = run_json(ENGINE_RUNS + [str(repeats), "--warmup", *config_old], env_old)
             b = ours("protocol", repeats)
-            t_old += a["times"]
-            t_new += b["times"]
+            t_old += a["cpu"]
+            t_new += b["cpu"]
             same &= a["messages"] == b["messages"]
-        print(f"engine at {ref}: median {med(t_old) * 1e3:.1f} ms/run; this tree: "
-              f"{med(t_new) * 1e3:.1f} ms/run; speed-up {med(t_old) / med(t_new):.2f}x "
+        print(f"engine at {ref}: median {med(t_old) * 1e3:.1f} CPU ms/run; this tree: "
+              f"{med(t_new) * 1e3:.1f} CPU ms/run; speed-up {med(t_old) / med(t_new):.2f}x "
               f"({len(t_new)} runs each; same messages per seed: {same})")
         if callgrind:
             i_old, _ = instructions_per_run("ours", "protocol", env_old, config_old)
@@ -212,15 +214,17 @@ def main() -> None:
                    for _ in range(args.repeats)]
         whole = [timed_s(MA + ["run", "config/baseline.yaml", "--seed", "1", "--out",
                                f"{tmp}/run{i}", "--quiet"]) for i in range(args.repeats)]
-    print(f"whole process `ma run`: median {med(whole):.3f} s; import floor "
+    print(f"whole process `ma run`: median {med(whole):.3f} CPU s; import floor "
           f"(numpy, polars, pydantic, yaml) {med(floor_s):.3f} s; "
           f"ratio {med(whole) / med(floor_s):.2f}x")
 
 
 def timed_s(cmd: list[str]) -> float:
-    start = time.perf_counter()
+    """CPU seconds (user + system) of the process ``cmd``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, check=True, cwd=ROOT, capture_output=True)
-    return time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 if __name__ == "__main__":

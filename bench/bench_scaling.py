@@ -7,7 +7,8 @@ Two series over N = 100, 300, 1,000, 3,000, 10,000 (600 ticks, 5 market makers, 
 
 Each N runs in its own process (bench/engine_runs.py), so peak memory is that run's: the peak
 resident set of the process, and the run's own part of it, the peak less the resident set after
-the imports and config (what the first run imports lazily, a few MiB, counts in it). Exponents
+the imports and config (what the first run imports lazily, a few MiB, counts in it). Time is the CPU
+time of the run's process (wall time on a shared machine measures the other jobs). Exponents
 are least-squares slopes of log(time) and log(run memory) on log(N): 1 means linear.
 
     .venv/bin/python bench/bench_scaling.py [--runs 2] [--max-n 10000]
@@ -55,12 +56,12 @@ def main() -> None:
                                ("activity scaled by 100/N (decision_interval 20 N/100)",
                                 lambda n: 20 * n // 100)):
         print(label)
-        print(f"{'N':>7} {'interval':>8} {'decisions':>9} {'messages':>9} {'s/run':>8} "
+        print(f"{'N':>7} {'interval':>8} {'decisions':>9} {'messages':>9} {'CPU s':>8} "
               f"{'us/decision':>11} {'peak MiB':>9} {'run MiB':>8}")
         times, mems = [], []
         for n in sizes:
             r = measure(n, interval_of(n), args.runs)
-            t = statistics.median(r["times"])
+            t = statistics.median(r["cpu"])
             mem = r["rss_peak_mib"] - r["rss_before_mib"]
             times.append(t)
             mems.append(mem)

@@ -5,7 +5,8 @@ memory of the engine alone, or of the engine at another git revision via PYTHONP
     python bench/engine_runs.py RUNS [--set key=value ...] [--warmup] [--config PATH]
 
 RUNS simulations of config/baseline.yaml (or PATH) with the dotted overrides, seeds 1..RUNS. Prints
-per-run seconds, order/cancel messages per run, trader decisions per run, and the peak resident
+per-run wall seconds and CPU seconds of this process (which other jobs on a shared machine
+disturb far less), order/cancel messages per run, trader decisions per run, and the peak resident
 memory of the process before and after the runs (MiB).
 """
 
@@ -42,14 +43,15 @@ def main() -> None:
     if args.warmup:
         simulate(config, 1000, progress=False)
     rss_before = peak_rss_mib()
-    times, messages, decisions = [], [], []
+    times, cpu, messages, decisions = [], [], [], []
     for seed in range(1, args.runs + 1):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         tables = simulate(config, seed, progress=False)
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
         messages.append(tables["orders"].height)
         decisions.append(int(tables["agents"]["n_decisions"].sum()))
-    print(json.dumps({"times": times, "messages": messages, "decisions": decisions,
+    print(json.dumps({"times": times, "cpu": cpu, "messages": messages, "decisions": decisions,
                       "rss_before_mib": rss_before, "rss_peak_mib": peak_rss_mib()}))
 
 

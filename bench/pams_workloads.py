@@ -9,7 +9,7 @@
 
 Runs in its own environment (PAMS needs numpy < 2); bench_engine.py starts it with
 `uv run --no-project --with pams==0.3.0 python bench/pams_workloads.py WORKLOAD RUNS`. Prints one
-JSON line: per-run seconds and order/cancel messages per run.
+JSON line: per-run wall and CPU seconds, and order/cancel messages per run.
 """
 
 import copy
@@ -73,16 +73,17 @@ class CountingLogger(Logger):
 
 def main(workload: str, runs: int) -> None:
     config = WORKLOADS[workload]()
-    times, messages = [], []
+    times, cpu, messages = [], [], []
     for seed in range(runs):
         CountingLogger.orders = 0
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         runner = SequentialRunner(settings=copy.deepcopy(config), prng=random.Random(seed),
                                   logger=CountingLogger())
         runner.main()
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
         messages.append(CountingLogger.orders)
-    print(json.dumps({"times": times, "messages": messages}))
+    print(json.dumps({"times": times, "cpu": cpu, "messages": messages}))
 
 
 if __name__ == "__main__":
