@@ -6,7 +6,7 @@ VENV := .venv/bin
 DESIGN ?= exploratory
 WORKERS ?= 2
 
-.PHONY: setup run evaluate test check lint bench validate clean
+.PHONY: setup run evaluate test test-slurm check lint bench validate clean
 
 setup: $(VENV)/ma
 
@@ -39,6 +39,15 @@ evaluate: setup
 
 test: setup
 	$(VENV)/pytest -n $(WORKERS)
+
+# Opt-in: the workflow on a one-node SLURM cluster on this machine (README "On a cluster").
+# Needs root; installs Debian's slurmctld, slurmd, slurm-client and munge when missing.
+SLURM_PACKAGES := slurmctld slurmd slurm-client munge
+test-slurm: setup
+	@command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v sbatch >/dev/null \
+		&& command -v munged >/dev/null || { apt-get update -qq \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SLURM_PACKAGES); }
+	$(VENV)/pytest tests/pipeline/test_slurm.py --runslurm -n 0 -v
 
 lint: setup
 	$(VENV)/ruff check src tests bench

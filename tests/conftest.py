@@ -1,4 +1,5 @@
-"""Shared fixtures. Live-provider tests are marked `api` and run only with --runapi."""
+"""Shared fixtures. Opt-in tests: `api` (live providers) runs only with --runapi, `slurm` (a
+SLURM cluster) only with --runslurm."""
 
 from __future__ import annotations
 
@@ -23,15 +24,25 @@ BASELINE = ROOT / "config" / "baseline.yaml"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runapi", action="store_true", help="run tests that call paid APIs")
+    parser.addoption("--runslurm", action="store_true",
+                     help="run tests on a one-node SLURM cluster (root; `make test-slurm`)")
+
+
+# marker -> (option that runs it, why it is skipped otherwise)
+OPT_IN = {
+    "api": ("--runapi", "calls a paid API: run with --runapi"),
+    "slurm": ("--runslurm", "starts a SLURM cluster: run `make test-slurm`"),
+}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--runapi"):
-        return
-    skip = pytest.mark.skip(reason="calls a paid API: run with --runapi")
-    for item in items:
-        if "api" in item.keywords:
-            item.add_marker(skip)
+    for marker, (option, reason) in OPT_IN.items():
+        if config.getoption(option):
+            continue
+        skip = pytest.mark.skip(reason=reason)
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)
 
 
 @pytest.fixture

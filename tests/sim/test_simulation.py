@@ -4,6 +4,7 @@ import hashlib
 
 import numpy as np
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -145,3 +146,16 @@ def test_conservation_holds_in_every_run(data, seed):
         assert (both["best_bid"] < both["best_ask"]).all()
     unlevered = out["agents"].filter(pl.col("type") != "leveraged")
     assert (unlevered["shares"] >= 0).all() and (unlevered["cash"] >= 0).all()
+
+
+def test_table_schemas_follow_the_exchange_log_rows():
+    # frame() turns the exchange's row tuples into tables by position.
+    from market_agents.market.exchange import ORDER_COLUMNS, TRADE_COLUMNS
+    from market_agents.sim.rundir import SCHEMAS
+    from market_agents.sim.simulation import frame
+
+    assert tuple(SCHEMAS["orders"]) == ORDER_COLUMNS
+    assert tuple(SCHEMAS["trades"]) == TRADE_COLUMNS
+    assert frame([], SCHEMAS["trades"]).schema == pl.Schema(SCHEMAS["trades"])
+    with pytest.raises(ValueError, match="shorter|longer"):
+        frame([(1, 2)], {"a": pl.Int32, "b": pl.Int32, "c": pl.Int32})

@@ -42,13 +42,15 @@ class MarginCall:
         self.cfg = cfg
         self.events: list[tuple[int, int]] = []
         self.called: set[int] = set()  # slots under liquidation
+        self.leveraged: list | None = None
 
     def on_after_tick(self, ex: Exchange) -> None:
         if ex.halted:
             return
-        for acct in ex.accounts.values():
-            if acct.leverage <= 1.0:
-                continue
+        if self.leveraged is None:  # accounts are all open before the first tick
+            # Once, not every tick: scanning every account each tick cost O(N) per tick.
+            self.leveraged = [a for a in ex.accounts.values() if a.leverage > 1.0]
+        for acct in self.leveraged:
             gross = sum(abs(s) * ex.mid_ticks(i) for i, s in enumerate(acct.shares))
             if not gross or ex.equity(acct) >= self.cfg.maintenance_margin * gross:
                 self.called.discard(acct.slot)
