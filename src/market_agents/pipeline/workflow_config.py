@@ -54,6 +54,22 @@ class WorkflowConfig(Strict):
     bazaar_usd_cap: float = Field(
         default=1.0, ge=0, description="USD cap of one live Bazaar evaluation (ma bazaar eval)"
     )
+    replay: bool = Field(
+        default=False, description="serve every run from its response cache: a missing answer "
+        "stops the job, no key is needed, no provider is called (`--config replay=true`)"
+    )
+    new_cache: bool = Field(
+        default=False, description="this invocation may start a cache over although records "
+        "show it held paid answers (`--config new_cache=true`; those answers are bought again)"
+    )
+
+    def serving_env(self) -> dict[str, str]:
+        """Environment for the `ma` jobs: the serving switches (not rule parameters, so
+        toggling them never re-runs a finished job)."""
+        from market_agents.commands import NEW_CACHE_ENV, REPLAY_ENV
+
+        flags = {REPLAY_ENV: self.replay, NEW_CACHE_ENV: self.new_cache}
+        return {name: "1" for name, on in flags.items() if on}
 
     def design_path(self, name: str) -> Path:
         return Path(self.designs_dir) / f"{name}.yaml"
