@@ -4,17 +4,8 @@ one call into the package (``cli.py`` dispatches). Shared here: the serving swit
 from __future__ import annotations
 
 import argparse
-import os
 
-# Serving switches that a whole invocation can set through the environment: the workflow sets
-# them from its config (`snakemake --config replay=true`), so they reach every `ma` job
-# without becoming rule parameters (which would re-run finished jobs when toggled).
-REPLAY_ENV = "MARKET_AGENTS_REPLAY"
-NEW_CACHE_ENV = "MARKET_AGENTS_NEW_CACHE"
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
+from market_agents.llm.cache import NEW_CACHE_ENV, REPLAY_ENV, env_flag
 
 
 def add_serving_flags(p: argparse.ArgumentParser, what: str = "the run") -> None:

@@ -3,7 +3,7 @@ role in the protocol, the caps the budget gate enforces and the token profile it
 
 Its field defaults are the protocol's defaults, defined here once: every ``ma`` command that
 takes one of them as an option defaults to :data:`DEFAULTS` (the tokens per decision come from
-the LLM layer's ``TokenProfile``, which the LLM client needs below the workflow).
+the LLM layer's ``TokenProfile``, which the mock provider needs below the workflow).
 
 It is a pydantic model like the simulation config, validated once by the ``Snakefile``;
 ``workflow/schemas/*.schema.json`` are generated from these models by ``ma schema`` and a test
@@ -66,7 +66,7 @@ class WorkflowConfig(Strict):
     def serving_env(self) -> dict[str, str]:
         """Environment for the `ma` jobs: the serving switches (not rule parameters, so
         toggling them never re-runs a finished job)."""
-        from market_agents.commands import NEW_CACHE_ENV, REPLAY_ENV
+        from market_agents.llm.cache import NEW_CACHE_ENV, REPLAY_ENV
 
         flags = {REPLAY_ENV: self.replay, NEW_CACHE_ENV: self.new_cache}
         return {name: "1" for name, on in flags.items() if on}
