@@ -2,8 +2,6 @@
 # (market_agents.pipeline.workflow, unit-tested in tests/pipeline); the rules hold no logic.
 # Rules run `ma` as {MA}: the interpreter Snakemake runs in, activated or not.
 
-import os
-
 from market_agents.pipeline.workflow import Workflow
 from market_agents.protocol.tiers import NO_TIER, TIER_PATTERN
 
@@ -12,4 +10,4 @@ WF = W.config
 MA = W.ma
 # The serving switches of this invocation (`--config replay=true`, `new_cache=true`) reach every
 # `ma` job through the environment, not as rule parameters (toggling them re-runs nothing).
-os.environ.update(WF.serving_env())
+W.export_serving_switches()

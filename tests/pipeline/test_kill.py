@@ -35,9 +35,6 @@ def _project(path: Path, seeds: str) -> Path:
 
 
 def _smk(project: Path, api: FakeAPI, *args: str, **kw):
-    from wfhelp import env as wf_env
-    from wfhelp import smk_cmd
-
     keys = dict(OPENAI_BASE_URL=f"{api.url}/v1", OPENAI_API_KEY="sk-test")
     return subprocess.Popen(smk_cmd("--cores", "2", "--rerun-incomplete", *args), cwd=project,
                             env=wf_env(**keys), stdout=subprocess.PIPE,

@@ -9,6 +9,7 @@ take Snakemake's ``wildcards`` (anything with the wildcard names as attributes).
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from functools import cached_property
@@ -45,6 +46,12 @@ class Workflow:
         python = shlex.quote(sys.executable)
         self.ma = f"{python} -m market_agents.cli"
         self.snakemake = f"{python} -m snakemake"
+
+    def export_serving_switches(self) -> None:
+        """Put this invocation's serving switches (``--config replay=true``,
+        ``new_cache=true``) into the environment every ``ma`` job inherits: not rule
+        parameters, so toggling them re-runs no finished job."""
+        os.environ.update(self.config.serving_env())
 
     # --- files of a design ------------------------------------------------------------------
 
