@@ -94,17 +94,14 @@ def test_the_rules_command_runs_without_path(wf):
     assert done.returncode == 0 and "usage: ma" in done.stdout
 
 
-def test_serving_switches_reach_the_jobs_through_the_environment(monkeypatch):
+def test_serving_switches_reach_the_jobs_through_the_environment():
     """`--config replay=true` / `new_cache=true` become MARKET_AGENTS_REPLAY / _NEW_CACHE for
     every `ma` job (rule parameters would re-run finished jobs when toggled); off, nothing is
     set, so a switch the user exported stays."""
-    import os
-
     from market_agents.llm.cache import NEW_CACHE_ENV, REPLAY_ENV
 
-    for name in (REPLAY_ENV, NEW_CACHE_ENV):
-        monkeypatch.delenv(name, raising=False)
-    Workflow({}).export_serving_switches()
-    assert REPLAY_ENV not in os.environ and NEW_CACHE_ENV not in os.environ
-    Workflow({"replay": True, "new_cache": True}).export_serving_switches()
-    assert os.environ[REPLAY_ENV] == os.environ[NEW_CACHE_ENV] == "1"
+    environ = {REPLAY_ENV: "1"}
+    Workflow({}).export_serving_switches(environ)
+    assert environ == {REPLAY_ENV: "1"}
+    Workflow({"replay": True, "new_cache": True}).export_serving_switches(environ)
+    assert environ == {REPLAY_ENV: "1", NEW_CACHE_ENV: "1"}

@@ -13,6 +13,7 @@ import os
 import shlex
 import sys
 from functools import cached_property
+from collections.abc import MutableMapping
 from typing import Any
 
 from market_agents.config import config_hash
@@ -47,11 +48,11 @@ class Workflow:
         self.ma = f"{python} -m market_agents.cli"
         self.snakemake = f"{python} -m snakemake"
 
-    def export_serving_switches(self) -> None:
+    def export_serving_switches(self, environ: MutableMapping[str, str] | None = None) -> None:
         """Put this invocation's serving switches (``--config replay=true``,
-        ``new_cache=true``) into the environment every ``ma`` job inherits: not rule
-        parameters, so toggling them re-runs no finished job."""
-        os.environ.update(self.config.serving_env())
+        ``new_cache=true``) into the environment every ``ma`` job inherits (``environ``,
+        default ``os.environ``): not rule parameters, so toggling them re-runs no job."""
+        (os.environ if environ is None else environ).update(self.config.serving_env())
 
     # --- files of a design ------------------------------------------------------------------
 
