@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from functools import cached_property
 from collections.abc import MutableMapping
+from functools import cached_property
 from typing import Any
 
 from market_agents.config import config_hash
