@@ -8,3 +8,6 @@ from market_agents.protocol.tiers import NO_TIER, TIER_PATTERN
 W = Workflow(config)
 WF = W.config
 MA = W.ma
+# The serving switches of this invocation (`--config replay=true`, `new_cache=true`) reach every
+# `ma` job through the environment, not as rule parameters (toggling them re-runs nothing).
+W.export_serving_switches()

@@ -136,8 +136,9 @@ def test_decision_cap_and_budget_halt_mean_hold():
 
     prices = load_prices()
     client = LLMClient({"mock": PaidMock("mock", ProviderSettings())}, prices,
-                       budget=Budget(usd_cap=0.0, planned=lambda m: 0.001))
-    p = LLMTraderPool(cfg(), Streams(1), [1, 2], None, client=client)
+                       budget=Budget(usd_cap=0.001))  # below one call's worst case (~0.002)
+    p = LLMTraderPool(cfg(models={"mock": "gpt-5.4-nano"}), Streams(1), [1, 2], None,
+                      client=client)
     assert p.decide(60, {1: view(1), 2: view(2)}) == {1: [], 2: []}
     assert p.manifest()["llm_usage"]["budget_halts"] == 2
     p.close()
@@ -251,3 +252,35 @@ def test_outputs_do_not_depend_on_concurrency_or_latency(tmp_path):
     a = pl.read_parquet(serial / "llm_decisions.parquet")
     b = pl.read_parquet(parallel / "llm_decisions.parquet")
     assert a.drop("latency_s").equals(b.drop("latency_s")) and a.height > 300
+
+
+def test_an_order_the_exchange_cannot_represent_is_an_invalid_decision_live_and_replayed(
+        tmp_path):
+    """An LLM limit price of 1e308 once raised OverflowError in the exchange, and the cached
+    answer crashed every replay; now it is an invalid decision with the exchange's reason."""
+    import json as _json
+
+    from market_agents.llm.cache import ResponseCache
+    from market_agents.llm.providers.base import Provider
+    from market_agents.llm.types import LLMResponse, Usage
+
+    class Absurd(Provider):
+        kind, live = "mock", False
+
+        async def complete(self, request):
+            return LLMResponse(_json.dumps({
+                "action": "buy", "asset": 0, "quantity": 3, "order_type": "limit",
+                "limit_price": 1e308, "message": "", "reason": "to the moon"}), Usage(1, 0, 0, 1))
+
+    rows = []
+    for provider in (Absurd("mock"), None):  # live, then a replay that must not call
+        client = LLMClient({"mock": provider or Absurd("mock")}, load_prices(),
+                           cache=ResponseCache(tmp_path / "c"), replay=provider is None)
+        p = LLMTraderPool(cfg(), Streams(1), [1], None, client=client)
+        assert p.decide(60, {1: view(1)}) == {1: []}
+        [row] = p.records()
+        rows.append(row)
+        p.close()
+    assert rows[0] == rows[1]
+    assert (rows[0]["valid"], rows[0]["error_class"], rows[0]["action"]) == (
+        False, "price_out_of_range", "hold")

@@ -1,15 +1,29 @@
+"""The response cache as a record: entries with checksums, claims shared across processes,
+damage refused with one line, and `ma cache` summary / verify / retry-failures."""
+
 import json
 import multiprocessing as mp
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
-from market_agents.llm.cache import ResponseCache
+from market_agents.llm.cache import (
+    CLAIM_PREFIX,
+    PAID_MARKER,
+    CacheError,
+    ResponseCache,
+    answer_sha256,
+)
 
 
-def test_roundtrip_and_first_writer_wins(tmp_path):
+def test_roundtrip_first_writer_wins_and_put_returns_what_is_stored(tmp_path):
     c = ResponseCache(tmp_path / "c.sqlite")
-    c.put("k1", {"status": "answered", "text": "a"})
-    c.put("k1", {"status": "answered", "text": "b"})
+    assert c.put("k1", {"status": "answered", "text": "a"})["text"] == "a"
+    assert c.put("k1", {"status": "answered", "text": "b"})["text"] == "a"
     assert c.get("k1")["text"] == "a"
     assert c.get("missing") is None
     c.close()
@@ -20,28 +34,79 @@ def test_roundtrip_and_first_writer_wins(tmp_path):
     (b"\x00pickle", "not JSON text"),
     (json.dumps({"v": 1, "sha256": "0" * 64, "body": {"key": "k", "text": "x"}}), "checksum"),
 ])
-def test_corrupt_entry_is_reported_deleted_and_missed(tmp_path, caplog, value, why):
+def test_damaged_entry_stops_the_reader_and_stays_for_inspection(tmp_path, value, why):
     c = ResponseCache(tmp_path / "c.sqlite")
     c.put_raw("k", value)
-    with caplog.at_level("WARNING"):
-        assert c.get("k") is None
-    assert why in caplog.text and c.corrupt == ["k"]
-    assert len(c) == 0  # deleted, so the next run re-fetches
+    with pytest.raises(CacheError, match=f"entry k fails its check \\({why}"):
+        c.get("k")
+    assert c.scan() == ([], ["k"]) and len(c) == 1  # never deleted: the record is evidence
 
 
-def test_tampered_text_fails_checksum(tmp_path):
+def test_edited_answer_fails_its_checksum(tmp_path):
     c = ResponseCache(tmp_path / "c.sqlite")
     c.put("k", {"text": '{"action": "buy"}'})
     raw = c._store.get("k")
     c.put_raw("k", raw.replace("buy", "sell"))
-    assert c.get("k") is None and c.corrupt == ["k"]
+    with pytest.raises(CacheError, match="checksum mismatch"):
+        c.get("k")
+    c.put_raw("b", raw)  # a genuine entry copied under another key
+    with pytest.raises(CacheError, match="stored under another key"):
+        c.get("b")
 
 
-def test_entry_under_wrong_key_is_rejected(tmp_path):
-    c = ResponseCache(tmp_path / "c.sqlite")
-    c.put("a", {"text": "x"})
-    c.put_raw("b", c._store.get("a"))
-    assert c.get("b") is None and c.get("a") is not None
+def test_answer_hash_covers_what_was_said_not_how_it_was_fetched():
+    a = {"status": "answered", "text": "x", "usage": {"input": 3}, "latency_s": 0.1,
+         "attempts": 1, "recorded_at": "t1"}
+    assert answer_sha256(a) == answer_sha256(a | {"latency_s": 9.0, "attempts": 3,
+                                                  "recorded_at": "t2"})
+    assert answer_sha256(a) != answer_sha256(a | {"text": "y"})
+    assert answer_sha256(a) != answer_sha256(a | {"usage": {"input": 4}})
+
+
+# --- claims --------------------------------------------------------------------------------------
+
+def test_claim_is_mine_then_held_for_others_then_answered(tmp_path):
+    a, b = ResponseCache(tmp_path / "c"), ResponseCache(tmp_path / "c")
+    assert a.claim("k", 60) == ("mine", None)
+    state, info = b.claim("k", 60)  # another owner (a second process, as far as tokens go)
+    assert state == "held" and info["pid"] == os.getpid() and info["token"] == a.owner.token
+    assert a.claim("k", 60)[0] == "mine"  # re-claiming one's own claim refreshes it
+    a.put("k", {"status": "answered", "text": "x"})
+    assert b.claim("k", 60) == ("answer", a.get("k"))
+    assert a.claims() == [] and a.keys() == ["k"] and len(a) == 1
+
+
+def test_expired_claim_is_taken_over_and_release_frees_it(tmp_path):
+    a, b = ResponseCache(tmp_path / "c"), ResponseCache(tmp_path / "c")
+    assert a.claim("k", -1.0)[0] == "mine"  # a lease already over
+    state, previous = b.claim("k", 60)
+    assert state == "mine" and previous["token"] == a.owner.token
+    assert json.loads(b._store.get(CLAIM_PREFIX + "k"))["took_over"] is True
+    a.release("k")  # not a's claim any more: left alone
+    assert a.claim("k", 60)[0] == "held"
+    b.release("k")
+    assert a.claim("k", 60)[0] == "mine"
+
+
+def _claim_and_hang(path, ready):
+    c = ResponseCache(path)
+    c.claim("k", 3600)
+    ready.set()
+    time.sleep(600)
+
+
+def test_claim_of_a_killed_process_is_taken_over_at_once(tmp_path):
+    ctx = mp.get_context("spawn")
+    ready = ctx.Event()
+    proc = ctx.Process(target=_claim_and_hang, args=(tmp_path / "c", ready))
+    proc.start()
+    assert ready.wait(120)
+    c = ResponseCache(tmp_path / "c")
+    assert c.claim("k", 60)[0] == "held"  # a live owner with an hour's lease
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join(60)
+    state, previous = c.claim("k", 60)
+    assert state == "mine" and previous["pid"] == proc.pid
 
 
 def _writer(path, worker, n):
@@ -64,27 +129,164 @@ def test_safe_across_processes(tmp_path):
     c = ResponseCache(path)
     assert len(c) == 4 * 40 + 1
     assert all(c.get(f"w{w}-{i}")["text"] == f"{w}:{i}" for w in range(4) for i in range(40))
-    assert c.get("shared")["text"].startswith("from ") and c.corrupt == []
+    assert c.get("shared")["text"].startswith("from ")
 
 
-def test_ma_cache_summarizes_and_flags_corrupt_entries(tmp_path, capsys):
-    from market_agents.cli import main
+# --- damage to the store, through the command line -----------------------------------------------
+
+def _filled(path, n=40, paid=True):
     from market_agents.llm import schema
     from market_agents.llm.client import LLMClient
     from market_agents.llm.config import LLMConfig
     from tests.support.llm import decision_request
 
-    path = tmp_path / "c.sqlite"
     c = LLMClient.from_settings(LLMConfig(), cache_path=path, env={})
-    c.complete_many([decision_request(agent=f"s{i}") for i in range(30)], schema.parse_decision)
+    c.complete_many([decision_request(agent=f"s{i}") for i in range(n)], schema.parse_decision)
+    keys = c.cache.keys()
     c.close()
+    if paid:  # mock answers are free; mark the cache as a live one would be
+        (path / PAID_MARKER).write_text('{"first_paid_at": "2026-11-30T00:00:00Z"}')
+    return keys
+
+
+def _ma(*args):
+    return subprocess.run([sys.executable, "-m", "market_agents.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def _one_line(proc, code, pattern):
+    import re
+
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert re.search(pattern, err), err
+
+
+def _flip(path, offset, n=16):
+    data = bytearray(path.read_bytes())
+    for i in range(offset, offset + n):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _checkpointed(path):
+    import sqlite3
+
+    con = sqlite3.connect(path / "cache.db")
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+
+
+@pytest.mark.parametrize("damage,pattern", [
+    ("truncated", r"cache\.db: damaged sqlite database"),
+    ("flipped_page", r"cache\.db: damaged sqlite database"),
+    ("random", r"cache\.db: damaged sqlite database \(file is not a database\)"),
+    ("emptied", r"the cache is empty, but .*paid\.json says paid answers were stored"),
+    ("deleted", r"the cache has no cache\.db, but .*paid\.json says paid answers"),
+    ("regular_file", r"is a regular file, not a cache directory"),
+])
+def test_each_damage_gives_one_line_and_exit_2(tmp_path, damage, pattern):
+    path = tmp_path / "c.sqlite"
+    _filled(path, n=200)
+    _checkpointed(path)
+    db = path / "cache.db"
+    size = db.stat().st_size
+    if damage == "truncated":
+        db.write_bytes(db.read_bytes()[: size // 2])
+    elif damage == "flipped_page":
+        _flip(db, 4096 + 8, 64)  # the header of the second page: a b-tree page
+    elif damage == "random":
+        db.write_bytes(os.urandom(size))
+    elif damage == "emptied":
+        db.write_bytes(b"")
+    elif damage == "deleted":
+        db.unlink()
+    elif damage == "regular_file":
+        import shutil
+
+        shutil.rmtree(path)
+        path.write_text("not a cache")
+    for argv in (["cache", "verify", path], ["cache", path]):
+        _one_line(_ma(*argv), 2, pattern)
+
+
+def test_edited_entry_is_named_by_verify(tmp_path):
+    path = tmp_path / "c.sqlite"
+    keys = _filled(path, n=30)
+    c = ResponseCache(path)
+    raw = c._store.get(keys[7])
+    c.put_raw(keys[7], raw.replace('"text":"', '"text":"X', 1))  # sqlite itself stays sound
+    c.close()
+    proc = _ma("cache", "verify", path)
+    assert proc.returncode == 1, proc.stderr
+    assert "30 entries, 1 bad" in proc.stdout and f"bad: {keys[7]}" in proc.stdout
+    v = json.loads(_ma("cache", "verify", path, "--json").stdout)
+    assert v["bad"] == [keys[7]] and v["entries"] == 30
+
+
+def test_flipped_bytes_inside_an_answer_are_found_by_its_checksum(tmp_path):
+    path = tmp_path / "c.sqlite"
+    keys = _filled(path, n=30)
+    _checkpointed(path)
+    db = path / "cache.db"
+    data = db.read_bytes()
+    at = data.index(b'"reason":"') + 12  # inside one stored answer's text
+    _flip(db, at, 1)
+    proc = _ma("cache", "verify", path)
+    assert proc.returncode == 1 and "1 bad" in proc.stdout, proc.stdout + proc.stderr
+    [bad] = json.loads(_ma("cache", "verify", path, "--json").stdout)["bad"]
+    assert bad in keys
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
+def test_unreadable_directory_is_named(tmp_path):
+    from tests.support.osconditions import run_unprivileged, shared_tmp
+
+    with shared_tmp() as tmp:
+        path = tmp / "c.sqlite"
+        _filled(path, n=3, paid=False)
+        os.chmod(path, 0o000)
+        proc = run_unprivileged([sys.executable, "-m", "market_agents.cli", "cache", "verify",
+                                 str(path)])
+        os.chmod(path, 0o755)
+    _one_line(proc, 2, r"cannot read the directory \(permission denied\)")
+
+
+def test_ma_cache_summarizes(tmp_path, capsys):
+    from market_agents.cli import main
+
+    path = tmp_path / "c.sqlite"
+    _filled(path, n=30, paid=False)
     assert main(["cache", str(path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     [g] = out["groups"]
     assert (g["model"], g["entries"], g["answered"]) == ("mock-trader", 30, 30)
     assert 20 <= g["valid"] <= 30 and out["corrupt"] == []
-    ResponseCache(path).put_raw("bad", "{oops")
-    assert main(["cache", str(path)]) == 1
-    assert "1 corrupt" in capsys.readouterr().out
+    assert main(["cache", "summary", str(path)]) == 0
+    assert "30 entries, 0 corrupt" in capsys.readouterr().out
     assert main(["cache", str(tmp_path / "missing")]) == 2
-    assert "not an LLM response cache" in capsys.readouterr().err
+    assert "not an LLM response cache (no cache.db inside)" in capsys.readouterr().err
+    assert main(["cache", "frobnicate", str(path)]) == 2
+    assert "expected [ACTION] PATH" in capsys.readouterr().err
+
+
+def test_retry_failures_removes_only_failures_and_prices_them(tmp_path, capsys):
+    from market_agents.cli import main
+
+    c = ResponseCache(tmp_path / "c")
+    req = {"provider": "openai", "model": "gpt-5.4-nano"}
+    for i in range(3):
+        c.put(f"f{i}", {"request": req, "status": "failed", "error_class": "timeout"})
+    c.put("r", {"request": req, "status": "failed", "error_class": "rate_limit"})
+    c.put("ok", {"request": req, "status": "answered", "text": "x", "usd": 0.001})
+    c.close()
+    assert main(["cache", "retry-failures", str(tmp_path / "c"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "would remove 4 recorded failure(s) (rate_limit 1, timeout 3)" in out
+    assert "about 0.0018 USD" in out  # 4 x 0.0004395 at the planning profile
+    assert len(ResponseCache(tmp_path / "c", readonly=True)) == 5
+    assert main(["cache", "retry-failures", str(tmp_path / "c"), "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert (r["failures"], r["removed"]) == (4, 4)
+    assert ResponseCache(tmp_path / "c").keys() == ["ok"]

@@ -8,7 +8,7 @@ import pytest
 from market_agents.errors import ConfigError, MarketAgentsError
 from market_agents.llm import schema
 from market_agents.llm.budget import Budget
-from market_agents.llm.cache import ResponseCache
+from market_agents.llm.cache import CacheError, ResponseCache
 from market_agents.llm.client import LLMClient, ProviderAuthError, RetryPolicy
 from market_agents.llm.config import LLMConfig, ProviderSettings
 from market_agents.llm.pricing import load_prices
@@ -37,6 +37,17 @@ class Scripted(Provider):
         if isinstance(step, ProviderError):
             raise step
         return LLMResponse(GOOD, Usage(input=760, output=230), latency_s=0.1)
+
+
+def record_waits(client) -> list[float]:
+    """Replace the client's backoff sleep by a recorder; returns the list of waits."""
+    waits: list[float] = []
+
+    async def record(s):
+        waits.append(s)
+
+    client.sleep = record
+    return waits
 
 
 def _fields(results):
@@ -84,12 +95,7 @@ def test_retries_then_failure_is_recorded_and_replayed_without_calls(tmp_path):
     p = Scripted(boom)
     c = LLMClient({"openai": p}, load_prices(), cache=ResponseCache(tmp_path / "c"),
                   retry={"openai": RetryPolicy(max_retries=2, base_delay_s=0.0)})
-    waits = []
-
-    async def record(s):
-        waits.append(s)
-
-    c.sleep = record
+    waits = record_waits(c)
     [r] = c.complete_many([decision_request("openai", "openai", "gpt-5.4-nano")],
                           schema.parse_decision)
     assert (r.valid, r.error_class, r.calls, p.calls) == (None, "server_error", 3, 3)
@@ -108,12 +114,7 @@ def test_backoff_honours_retry_after():
                   ProviderError("timeout"), "ok"])
     c = LLMClient({"openai": p}, load_prices(),
                   retry={"openai": RetryPolicy(max_retries=3, base_delay_s=0.5)})
-    waits = []
-
-    async def record(s):
-        waits.append(s)
-
-    c.sleep = record
+    waits = record_waits(c)
     [r] = c.complete_many([decision_request("openai", "openai", "gpt-5.4-nano")],
                           schema.parse_decision)
     assert r.valid and r.calls == 3 and waits == [2.5, 1.0]
@@ -124,44 +125,57 @@ def test_backoff_honours_retry_after():
 def test_rejected_key_stops_the_run():
     p = Scripted([ProviderError("auth", "HTTP 401 (check the API key in .env)")])
     c = LLMClient({"openai": p}, load_prices())
-    with pytest.raises(ProviderAuthError, match="provider 'openai': auth: HTTP 401"):
+    with pytest.raises(ProviderAuthError, match="provider 'openai' \\(openai\\), model "
+                       "'gpt-5.4-nano': authentication or permission refused \\(HTTP 401"):
         c.complete_many([decision_request("openai", "openai", "gpt-5.4-nano")])
     c.close()
 
 
-def test_corrupt_entry_is_refetched_not_used(tmp_path):
+def test_damaged_entry_stops_the_run_without_a_call(tmp_path):
     req = decision_request()
     cache = ResponseCache(tmp_path / "c")
     cache.put_raw(req.key(), '{"v": 1, "body": {"text": "forged"}}')
-    c = LLMClient({"mock": MockProvider("mock", ProviderSettings())}, load_prices(), cache=cache)
-    [r] = c.complete_many([req], schema.parse_decision)
-    assert r.text != "forged" and not r.cache_hit
-    s = c.usage_summary()
-    assert s["corrupt_cache_entries"] == 1 and s["calls"] == 1
+    p = Scripted([])
+    c = LLMClient({"mock": p}, load_prices(), cache=cache)
+    with pytest.raises(CacheError, match=f"entry {req.key()} fails its check"):
+        c.complete_many([req], schema.parse_decision)
+    assert p.calls == 0
     c.close()
-    assert ResponseCache(tmp_path / "c").get(req.key())["text"] == r.text
+
+
+def _worst(req):
+    return load_prices().worst_cost(req.model, req.input_token_bound(), req.max_output_tokens)
 
 
 def test_budget_halt_holds_and_replays_to_the_same_point(tmp_path):
+    cap = 0.01
+
     def client(p):
-        prices = load_prices()
-        budget = Budget(usd_cap=0.002, planned=lambda m: prices.planned_cost(m, 760, 230))
-        return LLMClient({"openai": p}, prices, cache=ResponseCache(tmp_path / "c"),
-                         budget=budget)
+        return LLMClient({"openai": p}, load_prices(), cache=ResponseCache(tmp_path / "c"),
+                         budget=Budget(usd_cap=cap))
 
     batches = [[decision_request("openai", "openai", "gpt-5.4-nano", agent=f"s{i}", tick=t)
-                for i in range(3)] for t in range(4)]
+                for i in range(3)] for t in range(6)]
     live = client(Scripted([]))
-    a = [r for b in batches for r in live.complete_many(b, schema.parse_decision)]
+    a = [r for t, b in enumerate(batches)
+         for r in live.complete_many(b, schema.parse_decision, where=f"tick {t}", tick=t)]
     s = live.usage_summary()
     live.close()
-    # 0.00044 per call: four calls fit under 0.002, the fifth would pass it
-    assert [r.error_class for r in a] == [None] * 4 + ["budget_halt"] * 8
-    assert s["budget_halts"] == 8 and s["usd_spent"] == pytest.approx(4 * 0.0004395)
-    assert s["budget_halt_events"][0]["scope"] == "run"
+    # every call is admitted against its worst case (~0.002 USD: the prompt's byte bound and
+    # 1,024 output tokens), though each bills 0.00044
+    n = sum(r.error_class is None for r in a)
+    assert [r.error_class for r in a] == [None] * n + ["budget_halt"] * (18 - n) and 3 < n < 18
+    spent_before = sum(r.usd for r in a[: n - n % 3])
+    assert s["usd"] <= cap and s["usd_spent"] == pytest.approx(n * 0.0004395)
+    [event] = s["budget_halt_events"]
+    assert event["scope"] == "run" and event["tick"] == s["halt_tick"] == n // 3
+    assert event["spent"] == s["spent_at_halt_usd"] == pytest.approx(spent_before)
+    assert s["reserved_at_halt_usd"] == pytest.approx((n % 3) * _worst(batches[0][0]))
+    assert s["usd"] + s["reserved_at_halt_usd"] + _worst(batches[0][0]) > cap
     p = Scripted([])
     again = client(p)
-    b = [r for bt in batches for r in again.complete_many(bt, schema.parse_decision)]
+    b = [r for t, bt in enumerate(batches)
+         for r in again.complete_many(bt, schema.parse_decision, where=f"tick {t}", tick=t)]
     assert p.calls == 0 and _fields(a) == _fields(b)
     assert again.usage_summary()["usd_spent"] == 0.0
     again.close()

@@ -7,9 +7,9 @@ import pytest
 
 from market_agents.llm import prompting, schema
 from market_agents.llm.cache import ResponseCache
-from market_agents.llm.client import LLMClient, ProviderAuthError
+from market_agents.llm.client import LLMClient, ProviderAuthError, ProviderFatal
 from market_agents.llm.config import LLMConfig
-from market_agents.llm.providers.base import ProviderError
+from market_agents.llm.providers.base import FATAL_NAMES, ProviderError
 from market_agents.llm.providers.registry import make_provider
 from tests.support.llm import SECRET_ANTHROPIC, SECRET_OPENAI, decision_request, live_env
 
@@ -86,8 +86,8 @@ def test_openai_compatible_request_fields(fake_api):
 
 @pytest.mark.parametrize("route", list(ROUTES))
 @pytest.mark.parametrize("fault,error,calls", [
-    ("429", None, 2), ("500", None, 2), ("badjson", None, 2),
-    ("malformed", "invalid_json", 1), ("refusal", "refusal", 1),
+    ("429", None, 2), ("500", None, 2), ("529", None, 2), ("reset", None, 2),
+    ("badjson", None, 2), ("malformed", "invalid_json", 1), ("refusal", "refusal", 1),
 ])
 def test_faults_per_wire_format(fake_api, route, fault, error, calls):
     api = fake_api(faults=[fault])
@@ -219,3 +219,55 @@ def test_config_base_url_wins_over_the_environment(fake_api):
         r, _ = _one(api, route, env=env, providers={route: {"base_url": url}})
         assert r.valid
     assert len(api.requests) == 2 and other.requests == []
+
+
+@pytest.mark.parametrize("route", list(ROUTES))
+@pytest.mark.parametrize("fault,error_class", [
+    ("quota", "quota"), ("400", "bad_request"), ("401", "auth"), ("403", "auth"),
+    ("404", "not_found"),
+])
+def test_fatal_errors_per_wire_format_stop_without_retry_or_record(fake_api, tmp_path, route,
+                                                                   fault, error_class):
+    api = fake_api(fault_all=fault)
+    kind, model, _ = ROUTES[route]
+    with pytest.raises(ProviderFatal, match=f"provider '{route}' \\({kind}\\), model "
+                       f"'{model}': {FATAL_NAMES[error_class]}") as exc:
+        _one(api, route, cache=tmp_path / "c")
+    assert SECRET_OPENAI not in str(exc.value) and SECRET_ANTHROPIC not in str(exc.value)
+    assert len(api.requests) == 1
+    assert len(ResponseCache(tmp_path / "c")) == 0
+
+
+def test_failed_response_under_http_200_is_a_provider_failure(fake_api):
+    api = fake_api(faults=["failed"])
+    r, s = _one(api, "openai")  # retried, then answered
+    assert r.valid and s["retries_by_class"] == {"response_failed": 1} and s["calls"] == 2
+    api = fake_api(fault_all="failed")
+    r, s = _one(api, "openai", providers={"openai": {"max_retries": 1}})
+    assert (r.valid, r.error_class) == (None, "response_failed")  # not the model's bad JSON
+    assert s["failures_by_class"] == {"response_failed": 1} and s["invalid"] == 0
+
+
+@pytest.mark.parametrize("cap,concurrency", [
+    (0.001, 1), (0.003, 16), (0.01, 2), (0.03, 8), (0.1, 4), (0.3, 16), (1.0, 16),
+])
+def test_hard_cap_on_the_wire_against_a_server_billing_max_output(fake_api, cap, concurrency):
+    """Every call bills max_output_tokens: recorded spend still never passes the cap."""
+    api = fake_api(bill_max_output=True)
+    c = LLMClient.from_settings(_config(api, {"openai": ROUTES["openai"]}, usd_cap=cap,
+                                        max_concurrency=concurrency), env=live_env(api))
+    for t in range(1000):
+        res = c.complete_many([decision_request("openai", "openai", "gpt-5.4-nano",
+                                                agent=f"s{i}", tick=t) for i in range(16)],
+                              schema.parse_decision, tick=t)
+        if all(r.error_class == "budget_halt" for r in res):
+            break
+    s = c.usage_summary()
+    c.close()
+    assert all(e["body"]["max_output_tokens"] == 1024 for e in api.requests)
+    assert s["usd"] <= cap and s["usd_spent"] <= cap and s["usd_over_cap"] == 0.0
+    assert s["budget_halts"] > 0  # the cap bound, not something else
+    worst = c.worst_case(decision_request("openai", "openai", "gpt-5.4-nano"))
+    # under one call's worst case (~0.002 USD) nothing may be sent; above it, most of the cap
+    # is used although each call is reserved at its worst case
+    assert s["usd"] > cap / 3 if worst <= cap else s["calls"] == 0

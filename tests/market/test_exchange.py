@@ -167,3 +167,31 @@ def test_auction_market_order_is_funded_at_its_limit():
     assert ex.order_log["reason"] == ["insufficient_funds", None]
     assert ex.order_log["kind"] == ["market", "market"]
     assert ex.accounts[1].committed_cash == 90 * 11_000
+
+
+@pytest.mark.parametrize("order,reason", [
+    (Order(BUY, 1, 1e308), "price_out_of_range"),  # raised OverflowError before
+    (Order(SELL, 1, 1e11), "price_out_of_range"),
+    (Order(BUY, 10**12, 100.0), "qty_out_of_range"),
+    (Order(BUY, 1, float("inf")), "invalid"),
+])
+def test_unrepresentable_orders_are_refused_with_a_reason(order, reason):
+    for mechanism in ("book", "call_auction"):
+        ex = make(mechanism=mechanism)
+        ex.submit(0, order)
+        ex.end_tick()
+        assert ex.order_log["reason"] == [reason] and ex.conservation_ok()
+
+
+@settings(max_examples=300, deadline=None)
+@given(side=st.sampled_from([BUY, SELL, 0, 2]), qty=st.integers(-5, 10**15),
+       price=st.none() | st.floats(allow_nan=True, allow_infinity=True),
+       mechanism=st.sampled_from(["book", "call_auction"]))
+def test_any_order_is_taken_or_refused_never_raises(side, qty, price, mechanism):
+    ex = make(mechanism=mechanism)
+    ex.submit(1, Order(SELL, 5, 100.0))
+    ex.submit(0, Order(side, qty, price))
+    ex.end_tick()
+    [_, (status, reason)] = zip(ex.order_log["status"], ex.order_log["reason"], strict=True)
+    assert (status == "accepted") == (reason is None)
+    assert ex.conservation_ok()

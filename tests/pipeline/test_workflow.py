@@ -92,3 +92,16 @@ def test_the_rules_command_runs_without_path(wf):
     done = subprocess.run([*shlex.split(wf.ma), "--help"], capture_output=True, text=True,
                           env={}, timeout=120)
     assert done.returncode == 0 and "usage: ma" in done.stdout
+
+
+def test_serving_switches_reach_the_jobs_through_the_environment():
+    """`--config replay=true` / `new_cache=true` become MARKET_AGENTS_REPLAY / _NEW_CACHE for
+    every `ma` job (rule parameters would re-run finished jobs when toggled); off, nothing is
+    set, so a switch the user exported stays."""
+    from market_agents.llm.cache import NEW_CACHE_ENV, REPLAY_ENV
+
+    environ = {REPLAY_ENV: "1"}
+    Workflow({}).export_serving_switches(environ)
+    assert environ == {REPLAY_ENV: "1"}
+    Workflow({"replay": True, "new_cache": True}).export_serving_switches(environ)
+    assert environ == {REPLAY_ENV: "1", NEW_CACHE_ENV: "1"}

@@ -115,3 +115,21 @@ def test_sacrifice_covers_deficit_or_exhausts_and_respects_floor(deficit, floor)
         r.usd for r in runs if r.tier == "T1" and r.usd > 0 and r.seed > 100 + floor)
     assert saved >= deficit - 1e-9 or saved == pytest.approx(cuttable)
     assert len({(r.cell, r.seed) for r in cut}) == len(cut)
+
+
+def test_a_runs_spend_is_the_priced_cost_of_its_paid_answers_which_survives_a_kill(tmp_path):
+    """A run killed and resumed paid for the answers before the kill in its first execution:
+    its usd_spent counts only the last execution, usd_live every paid answer it used."""
+    import json
+
+    from market_agents.protocol.gate import recorded_usd
+
+    resumed = tmp_path / "resumed"
+    resumed.mkdir()
+    (resumed / "manifest.json").write_text(json.dumps({"llm_usage": {
+        "usd": 0.2, "usd_live": 0.158, "usd_spent": 0.127}}))
+    older = tmp_path / "older"  # a manifest from before usd_live
+    older.mkdir()
+    (older / "manifest.json").write_text(json.dumps({"llm_usage": {"usd_spent": 0.05}}))
+    assert recorded_usd(resumed) == 0.158 and recorded_usd(older) == 0.05
+    assert recorded_usd(tmp_path / "unfinished") is None

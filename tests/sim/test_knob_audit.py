@@ -32,7 +32,6 @@ CONTEXTS: dict[str, dict[str, Any]] = {
     "two_assets": {"fundamentals.n_assets": 2, "fundamentals.factor_loading": [0.7, 0.7]},
     "shock": {"shocks": [{"time": 60, "kind": "fundamental_jump", "size": 10.0}]},
     "llm": LLM,
-    "llm_cap": {**LLM, "population.llm.usd_cap": 0.01},
     "library": {"population.llm_share": 0.1, "population.llm.provider_mix": {"library": 1.0},
                 "population.llm.models": {"library": "gpt-5.4-nano"},
                 "population.llm.frozen_library": "LIB_A"},
@@ -99,12 +98,6 @@ PERTURBATIONS: dict[str, tuple[str, dict[str, Any]]] = {
         "population.llm.providers": {"mock": {"usd_cap": 0.005}}}),
     "population.llm.providers.*.invalid_rate": ("llm", {
         "population.llm.providers": {"mock": {"invalid_rate": 0.5}}}),
-    # Before any call of a model is priced, the next call is reserved at the token profile's
-    # cost: a profile above a tight cap halts the first decisions.
-    "population.llm.token_profile.tokens_in": ("llm_cap", {
-        "population.llm.token_profile.tokens_in": 100_000}),
-    "population.llm.token_profile.tokens_out": ("llm_cap", {
-        "population.llm.token_profile.tokens_out": 20_000}),
     "shocks.*.time": ("shock", {"shocks": [{"time": 90, "kind": "fundamental_jump",
                                             "size": 10.0}]}),
     "shocks.*.kind": ("shock", {"shocks": [{"time": 60, "kind": "placebo", "size": 10.0}]}),
@@ -130,6 +123,10 @@ NO_EFFECT_ON_TABLES: dict[str, str] = {
     "population.llm.providers.*.backoff_s": "transport: wait between retries of a failing call",
     "population.llm.providers.*.latency_s": "mock only: simulated latency, same answers by "
                                             "design",
+    "population.llm.max_failure_rate": "whether a run whose calls failed is stopped and marked "
+                                        "failed (then it has no tables): tests/test_record.py",
+    "population.llm.replay": "serving switch: the same answers, from the cache only (tests/"
+                             "test_record.py replays byte for byte)",
 }
 
 
@@ -170,8 +167,7 @@ def test_config_keys_walks_nested_models():
     keys = config_keys()
     assert {"exchange.max_leverage", "population.mix.leveraged", "shocks.*.size",
             "population.llm.providers.*.invalid_rate", "treatment"} <= keys
-    assert not keys & {"population.llm", "population.mix", "population.llm.providers", "shocks",
-                       "population.llm.token_profile"}
+    assert not keys & {"population.llm", "population.mix", "population.llm.providers", "shocks"}
 
 
 @pytest.fixture(scope="module")

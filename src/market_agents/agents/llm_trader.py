@@ -15,14 +15,27 @@ from typing import Any
 import numpy as np
 
 from market_agents import rng as streams_mod
-from market_agents.errors import ConfigError
+from market_agents.errors import ConfigError, MarketAgentsError
 from market_agents.llm import prompting, schema
 from market_agents.llm.client import LLMClient
 from market_agents.llm.library import DecisionLibrary, snapshot_features
 from market_agents.llm.types import LLMRequest, LLMResult
+from market_agents.market.exchange import order_problem
 from market_agents.market.types import BUY, SELL, Cancel, MarketView, Order
 
 COHORT_SIZE = 5
+
+
+class RunFailed(MarketAgentsError):
+    """A run stopped because too many of its LLM calls failed; ``record`` says why."""
+
+    def __init__(self, message: str, record: dict[str, Any]):
+        super().__init__(message)
+        self.record = record
+
+
+class ReplayMismatch(MarketAgentsError):
+    """A decision's stored answer differs from the one the run being reproduced used."""
 
 
 def view_snapshot(view: MarketView) -> dict[str, Any]:
@@ -59,10 +72,20 @@ def pick(shares: list[float], u: float) -> int:
 
 class LLMTraderPool:
     def __init__(self, config, streams: streams_mod.Streams, slots: list[int],
-                 cache_path: str | Path | None, client: LLMClient | None = None):
+                 cache_path: str | Path | None, client: LLMClient | None = None,
+                 expected: dict[tuple[int, int], str | None] | None = None,
+                 expected_from: str = ""):
+        """``expected``: (tick, slot) -> answer_sha256 of a run this one must reproduce
+        (read from its llm_decisions.parquet, named by ``expected_from``); a decision whose
+        stored answer differs raises :class:`ReplayMismatch` before anything else is paid."""
         llm = config.population.llm
         self.llm = llm
         self.n_assets = config.fundamentals.n_assets
+        self.tick_size = config.exchange.tick_size
+        self.expected = expected
+        self.expected_from = expected_from
+        self.planned_decisions: int | None = None  # set by the simulation (failure-rate stop)
+        self.cache_path = cache_path
         self.slots = sorted(int(s) for s in slots)
         self.library: DecisionLibrary | None = None
         if llm.frozen_library:
@@ -145,10 +168,14 @@ class LLMTraderPool:
             return self._replay(tick, slots, views)
         requests = [self.request(tick, views[s]) for s in slots]
         results = self.client.complete_many(requests, schema.parse_decision,
-                                            where=f"tick {tick}")
+                                            where=f"tick {tick}", tick=tick)
+        if self.expected is not None:
+            for slot, req, res in zip(slots, requests, results, strict=True):
+                self._check_expected(tick, slot, req, res)
         out: dict[int, list[Order | Cancel]] = {}
         for slot, req, res in zip(slots, requests, results, strict=True):
             out[slot] = self._apply(tick, slot, views[slot], req, res)
+        self._check_failures(tick)
         for slot, res in zip(slots, results, strict=True):
             d = res.parsed
             if res.valid and d is not None and d.message.strip():
@@ -165,10 +192,17 @@ class LLMTraderPool:
         orders: list[Order | Cancel] = []
         action, qty, price = "hold", 0, None
         if valid and d is not None and d.action != "hold":
-            action, qty = d.action, d.quantity
-            price = d.limit_price if d.order_type == "limit" else None
-            orders.append(Order(side=BUY if action == "buy" else SELL, qty=qty, price=price,
-                                asset=d.asset))
+            order = Order(side=BUY if d.action == "buy" else SELL, qty=d.quantity,
+                          price=d.limit_price if d.order_type == "limit" else None,
+                          asset=d.asset)
+            # an order the exchange cannot represent (a limit price of 1e308) is an invalid
+            # decision with the exchange's reason, on live runs and replays alike
+            problem = order_problem(order, self.n_assets, self.tick_size)
+            if problem is None:
+                action, qty, price = d.action, order.qty, order.price
+                orders.append(order)
+            else:
+                valid, error = False, problem
         shares = view.assets[d.asset if valid and d is not None else 0].shares
         self.history[slot].append({"tick": tick, "action": action, "qty": qty, "price": price,
                                    "asset": d.asset if valid and d else 0, "shares": shares,
@@ -180,10 +214,46 @@ class LLMTraderPool:
             "action": action, "qty": qty, "price": price, "tokens_in": u.input,
             "tokens_cached": u.cached_input, "tokens_out": u.output,
             "tokens_reasoning": u.reasoning, "usd": res.usd, "latency_s": res.latency_s,
-            "error_class": error,
+            "error_class": error, "answer_sha256": res.answer_sha256,
         })
         return orders
 
+    def _check_expected(self, tick: int, slot: int, req: LLMRequest, res: LLMResult) -> None:
+        if (tick, slot) not in self.expected:
+            raise ReplayMismatch(
+                f"{self.expected_from}: this run made a decision for slot {slot} at tick {tick} "
+                "that the run it reproduces did not make; the cache no longer holds that run's "
+                "record. Move the run directory away to keep a new run")
+        want = self.expected[(tick, slot)]
+        if want is not None and want != res.answer_sha256:
+            got = (res.answer_sha256 or "none (no answer)")[:16]
+            raise ReplayMismatch(
+                f"{self.expected_from}: the stored answer for slot {slot} at tick {tick} "
+                f"(request {req.key()}) differs from the one that run used (answer_sha256 "
+                f"{want[:16]}… there, {got}… in the cache {self.cache_path}); the cache no "
+                "longer holds that run's record. Restore the cache, or move the run directory "
+                "away to keep a new run")
+
+    def _check_failures(self, tick: int) -> None:
+        """Stop once the failures alone put the run's failure rate over max_failure_rate
+        (failures / planned LLM decisions): the outcome is then certain, so the run stops
+        early, at a point that depends only on the record."""
+        failures = self.client.counts["failures"]
+        planned = self.planned_decisions
+        limit = self.llm.max_failure_rate
+        if not failures or planned is None or failures <= limit * planned:
+            return
+        by_class = ", ".join(f"{k} {v}" for k, v in self.client.failures_by_class.items())
+        where = f" in {self.cache_path}" if self.cache_path else ""
+        record = {"status": "failed", "reason": "max_failure_rate", "tick": tick,
+                  "failures": failures, "planned_decisions": planned,
+                  "max_failure_rate": limit, "llm_usage": self.client.usage_summary()}
+        raise RunFailed(
+            f"run stopped at tick {tick} and marked failed: {failures} of {planned} planned LLM "
+            f"decisions failed after their retries ({failures / planned:.1%} > "
+            f"population.llm.max_failure_rate {limit}; {by_class}). The failures are recorded"
+            f"{where}; `ma cache retry-failures CACHE` removes them so a re-run fetches them "
+            "again", record)
     def _replay(self, tick: int, slots: list[int],
                 views: dict[int, MarketView]) -> dict[int, list[Order | Cancel]]:
         """Frozen-library mode: each slot does what the recorded model did in the nearest
@@ -207,7 +277,7 @@ class LLMTraderPool:
                 "valid": rec["valid"], "action": rec["action"], "qty": rec["quantity"],
                 "price": rec["limit_price"], "tokens_in": 0, "tokens_cached": 0,
                 "tokens_out": 0, "tokens_reasoning": 0, "usd": 0.0, "latency_s": 0.0,
-                "error_class": rec["error_class"],
+                "error_class": rec["error_class"], "answer_sha256": None,
             })
         return out
 
@@ -239,13 +309,11 @@ class LLMTraderPool:
 
     def manifest(self) -> dict[str, Any]:
         if self.library is not None:
+            from market_agents.llm.pricing import load_prices
+
             valid = sum(1 for r in self.rows if r["valid"])
-            usage = {"requests": len(self.rows), "calls": 0, "answered": 0, "cache_hits": 0,
-                     "cached_hits": 0.0, "valid": valid, "invalid": len(self.rows) - valid,
-                     "failures": 0, "budget_halts": 0, "decision_cap_holds": 0,
-                     "budget_halt_events": [], "tokens_in": 0, "tokens_cached": 0,
-                     "tokens_cache_write": 0, "tokens_out": 0, "tokens_reasoning": 0,
-                     "usd": 0.0, "usd_spent": 0.0, "corrupt_cache_entries": 0}
+            usage = LLMClient({}, load_prices()).usage_summary() | {
+                "requests": len(self.rows), "valid": valid, "invalid": len(self.rows) - valid}
             return {"prompt_version": ",".join(self.library.meta.get("prompt_versions", [])),
                     "price_assumptions": {}, "llm_usage": usage,
                     "library": self._library_manifest()}

@@ -1,5 +1,6 @@
-"""``ma cache``: what an LLM response cache (the decision library) holds, verified entry by
-entry."""
+"""``ma cache``: what an LLM response cache (the record of an experiment, and the decision
+library) holds; ``ma cache verify`` checks it entry by entry; ``ma cache retry-failures``
+removes recorded failures so a deliberate re-run fetches them again."""
 
 from __future__ import annotations
 
@@ -10,28 +11,41 @@ from pathlib import Path
 
 from market_agents.errors import ConfigError
 
+ACTIONS = ("summary", "verify", "retry-failures")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "cache",
-        help="summarize and verify an LLM response cache",
-        description="Count the entries of an LLM response cache by provider, model and prompt "
-        "version: answered and failed calls, valid decisions, tokens and recorded USD. Every "
-        "entry's checksum is verified; corrupt entries are listed, not deleted (a run deletes "
-        "and re-fetches them). Exit code 1 when any entry is corrupt.",
+        help="summarize, verify or re-open failures of an LLM response cache",
+        usage="ma cache [summary|verify|retry-failures] PATH [--json] [--dry-run]",
+        description="`ma cache PATH` (or `ma cache summary PATH`) counts the entries by "
+        "provider, model and prompt version: answered and failed calls, valid decisions, "
+        "tokens and recorded USD. `ma cache verify PATH` checks the sqlite file and every "
+        "entry's checksum and lists the keys of entries that fail (exit 1), and the pending "
+        "claims of processes that stopped mid-call. `ma cache retry-failures PATH` removes the "
+        "recorded failures (calls that failed after their retries) so a deliberate re-run "
+        "fetches them again, printing how many and their planned USD. A damaged sqlite file, "
+        "a path that is not a cache directory or an unreadable one: one line, exit 2.",
     )
-    p.add_argument("path", help="cache directory, e.g. results/cache/pilot_openai.sqlite")
+    p.add_argument("target", nargs="+", metavar="[ACTION] PATH",
+                   help="cache directory, e.g. results/cache/pilot_openai.sqlite, after an "
+                   f"optional action ({', '.join(ACTIONS)}; default summary)")
     p.add_argument("--json", action="store_true", help="print JSON for machines")
+    p.add_argument("--dry-run", action="store_true",
+                   help="retry-failures: print what would be removed, remove nothing")
     p.set_defaults(func=main)
 
 
-def summarize(path: str | Path) -> dict:
+def _open(path: str | Path):
     from market_agents.llm.cache import ResponseCache
 
+    return ResponseCache(path, readonly=True)
+
+
+def summarize(path: str | Path) -> dict:
     path = Path(path)
-    if not (path / "cache.db").exists():
-        raise ConfigError(f"{path}: not an LLM response cache (no cache.db inside)")
-    cache = ResponseCache(path)
+    cache = _open(path)
     try:
         good, bad = cache.scan()
     finally:
@@ -57,8 +71,68 @@ def summarize(path: str | Path) -> dict:
             "usd": round(sum(r.get("usd", 0.0) for r in rows), 8)}
 
 
+def verify(path: str | Path) -> dict:
+    """{"path", "entries", "bad": [keys], "claims": [pending claims]}."""
+    cache = _open(path)
+    try:
+        good, bad = cache.scan()
+        claims = cache.claims()
+    finally:
+        cache.close()
+    return {"path": str(path), "entries": len(good) + len(bad), "bad": bad,
+            "claims": claims}
+
+
+def retry_failures(path: str | Path, dry_run: bool = False) -> dict:
+    """Remove (or, ``dry_run``, list) the entries of calls that failed after their retries;
+    planned USD at the planning token profile of each model."""
+    from market_agents.llm.cache import ResponseCache
+    from market_agents.llm.pricing import load_prices
+    from market_agents.pipeline.workflow_config import WorkflowConfig
+
+    cache = ResponseCache(path, readonly=dry_run)
+    prices, profile = load_prices(), WorkflowConfig()  # the protocol's planning profile
+    try:
+        good, _ = cache.scan()
+        failed = [(k, b) for k, b in good if b.get("status") == "failed"]
+        planned = 0.0
+        classes: dict[str, int] = defaultdict(int)
+        for _, body in failed:
+            model = body.get("request", {}).get("model", "")
+            if model in prices.models:
+                planned += prices.planned_cost(model, profile.tokens_in, profile.tokens_out)
+            classes[body.get("error_class") or "failed"] += 1
+        removed = 0 if dry_run else cache.delete([k for k, _ in failed])
+    finally:
+        cache.close()
+    return {"path": str(path), "failures": len(failed), "removed": removed,
+            "by_class": dict(sorted(classes.items())), "planned_usd": round(planned, 8),
+            "dry_run": dry_run}
+
+
 def main(args: argparse.Namespace) -> int:
-    s = summarize(args.path)
+    target = args.target
+    if len(target) == 1:
+        action, path = "summary", target[0]
+    elif len(target) == 2 and target[0] in ACTIONS:
+        action, path = target
+    else:
+        raise ConfigError(f"ma cache {' '.join(target)}: expected [ACTION] PATH with ACTION one "
+                          f"of {', '.join(ACTIONS)}")
+    if action == "verify":
+        return _print_verify(verify(path), args.json)
+    if action == "retry-failures":
+        r = retry_failures(path, args.dry_run)
+        if args.json:
+            print(json.dumps(r, indent=2))
+        else:
+            verb = "would remove" if args.dry_run else "removed"
+            classes = ", ".join(f"{k} {v}" for k, v in r["by_class"].items()) or "none"
+            print(f"{r['path']}: {verb} {r['failures']} recorded failure(s) ({classes}); "
+                  f"re-fetching them costs about {r['planned_usd']:.4f} USD at the planning "
+                  "profile (760 in / 230 out per call)")
+        return 0
+    s = summarize(path)
     if args.json:
         print(json.dumps(s, indent=2))
     else:
@@ -72,3 +146,17 @@ def main(args: argparse.Namespace) -> int:
         for key in s["corrupt"]:
             print(f"  corrupt: {key}")
     return 1 if s["corrupt"] else 0
+
+
+def _print_verify(v: dict, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(v, indent=2))
+    else:
+        state = "ok" if not v["bad"] else f"{len(v['bad'])} bad"
+        print(f"{v['path']}: {v['entries']} entries, {state}; {len(v['claims'])} pending "
+              "claim(s)")
+        for key in v["bad"]:
+            print(f"  bad: {key}")
+        for c in v["claims"]:
+            print(f"  claim: {c['key']} (pid {c.get('pid')} on {c.get('host')})")
+    return 1 if v["bad"] else 0

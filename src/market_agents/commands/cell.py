@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from market_agents.commands import add_serving_flags
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -18,6 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mock", action="store_true",
                    help="rehearse: serve every live route by the mock with the same model ids")
     p.add_argument("--cache", default=None, help="LLM response cache path")
+    add_serving_flags(p, "the run")
     p.add_argument("--results", default="results", help="results root (default results)")
     p.add_argument("--any-seed", action="store_true", help="allow a seed not in the cell's list")
     p.set_defaults(func=main)
@@ -35,6 +38,7 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(f"--seed {args.seed}: not a seed of cell {args.cell!r} in "
                           f"{args.design} ({cell.seeds[0]}..{cell.seeds[-1]}); "
                           "--any-seed allows it")
-    out = simulate(design, args.cell, args.seed, args.mock, args.cache, args.results)
+    out = simulate(design, args.cell, args.seed, args.mock, args.cache, args.results,
+                   replay=args.replay, new_cache=args.new_cache)
     print(f"wrote {out}")
     return 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from market_agents.commands import add_serving_flags
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -25,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="rehearse on the mock with the same model ids; results under "
                    "results/rehearsal/")
     p.add_argument("--results", default="results", help="results root (default results)")
+    add_serving_flags(p, "every run")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=main)
 
@@ -41,7 +44,8 @@ def main(args: argparse.Namespace) -> int:
     design = load_design(args.design)
     started = time.perf_counter()
     counts = run_design(design, args.cells, args.max_seeds, args.workers, args.cache, args.mock,
-                        args.results, progress=False if args.quiet else None)
+                        args.results, progress=False if args.quiet else None,
+                        replay=args.replay, new_cache=args.new_cache)
     out = write_gather(design, args.mock, args.results, allow_missing=bool(
         args.cells or args.max_seeds))
     print(f"{design.name}: {counts['ran']} ran, {counts['scored']} scored, {counts['reused']} "

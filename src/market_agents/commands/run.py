@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from market_agents.commands import add_serving_flags
 from market_agents.config import load_config
 
 
@@ -19,7 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, required=True, help="run seed (0..2**32-1)")
     p.add_argument("--out", required=True, help="run directory to write")
     p.add_argument("--cache", default=None,
-                   help="LLM response cache (sqlite dir); replaying a cache makes no paid calls")
+                   help="LLM response cache (a directory): the record of every answer; "
+                   "replaying it makes no paid calls")
+    add_serving_flags(p)
+    p.add_argument("--expect", default=None, metavar="RUN_DIR",
+                   help="a finished run this one must reproduce: a stored answer that differs "
+                   "from the one it used stops the run (default: OUT when it exists)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key; VALUE is YAML, e.g. "
                    "--set exchange.halt_threshold=0.05 (repeatable)")
@@ -32,11 +38,13 @@ def main(args: argparse.Namespace) -> int:
     from market_agents.sim.rundir import read_manifest
     from market_agents.sim.runner import prepare_out, run_to_dir
 
-    config = load_config(args.config, args.sets)
+    sets = args.sets + (["population.llm.replay=true"] if args.replay else [])
+    config = load_config(args.config, sets)
     check_seed(args.seed)
     prepare_out(args.out)
     out = run_to_dir(config, args.seed, args.out, args.cache,
-                     progress=False if args.quiet else None)
+                     progress=False if args.quiet else None, new_cache=args.new_cache,
+                     expect=args.expect)
     if not args.quiet:
         manifest = read_manifest(out)
         print(f"wrote {out} (conservation {'ok' if manifest['final_conservation_ok'] else 'FAILED'}"

@@ -1,56 +1,299 @@
-"""The response cache, which is also the recorded decision library.
+"""The response cache: the record of an experiment, and the recorded decision library.
 
-A diskcache (sqlite) store at a given path, safe for several processes at once. Keys are
+A diskcache (sqlite) store in a directory, shared by every process of a design. Keys are
 :meth:`LLMRequest.key` (sha256 of the canonical request minus transport settings). Values are
 JSON text, never pickles: the request, the answer text, usage, timing, the priced cost and the
-parsed decision; a call that failed after its retries is stored too, so a replay makes zero
-calls. Each entry carries a checksum; an entry that does not verify is reported, deleted and
-re-fetched, never used.
+parsed decision, with a sha256 checksum over the entry. Every answer is stored the moment it
+arrives, and a call that failed after its retries is stored too, so a replay makes zero calls.
+
+Several processes share one cache without paying twice: before a call, a process *claims* the
+request (a ``claim:<key>`` marker with owner and expiry, written in the same sqlite
+transaction that checks for an answer). Another process that needs it waits for the answer; a
+claim whose owner died (same host, pid gone) or whose lease expired is taken over.
+
+The cache refuses to serve a damaged record: an entry that fails its checksum, a damaged sqlite
+file, a path that is not a cache directory, or a cache emptied or deleted after it held paid
+answers (``paid.json`` says so) raise :class:`CacheError` naming the path and what is wrong.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import logging
+import os
+import socket
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from market_agents.core import canonical_json
+from market_agents.errors import MarketAgentsError
 
-log = logging.getLogger(__name__)
 ENTRY_VERSION = 1
+DB_NAME = "cache.db"
+CLAIM_PREFIX = "claim:"
+PAID_MARKER = "paid.json"  # written beside cache.db when the first paid answer is stored
+ANSWER_FIELDS = ("status", "error_class", "text", "refusal", "truncated", "served_model",
+                 "usage")
+# Serving switches a whole invocation can set through the environment (`ma run/cell/design`
+# read them as the defaults of --replay and --new-cache): the workflow sets them from its config
+# (`snakemake --config replay=true`), so they reach every job without being rule parameters.
+REPLAY_ENV = "MARKET_AGENTS_REPLAY"
+NEW_CACHE_ENV = "MARKET_AGENTS_NEW_CACHE"
+
+
+def env_flag(name: str) -> bool:
+    """Whether the environment variable ``name`` is set to 1/true/yes."""
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
+
+
+class CacheError(MarketAgentsError):
+    """The cache cannot serve as the record: damaged, unreadable, unwritable or emptied."""
 
 
 def _checksum(body: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(body).encode()).hexdigest()
 
 
+def answer_sha256(body: dict[str, Any]) -> str:
+    """The content hash of a stored answer: what the model said and what it cost (status,
+    error class, text, refusal, truncation, served model id, usage), not how it was fetched
+    (latency, attempts, time). A run records it per decision; a replay checks it."""
+    return _checksum({k: body.get(k) for k in ANSWER_FIELDS})
+
+
+# --- the state of a cache directory, read without opening it for writing ------------------------
+
+def _db(path: Path) -> Path:
+    return path / DB_NAME
+
+
+def check_path(path: str | Path, write: bool = True) -> Path:
+    """``path`` as a cache directory this process can use, or :class:`CacheError` naming it:
+    a regular file, an unreadable directory, or (``write``) one it cannot create or write."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise CacheError(f"--cache {path}: is a regular file, not a cache directory "
+                         "(a cache is a directory holding cache.db)")
+    if path.is_dir() and not os.access(path, os.R_OK | os.X_OK):
+        raise CacheError(f"--cache {path}: cannot read the directory (permission denied)")
+    if not write:
+        return path
+    if not path.exists():
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CacheError(f"--cache {path}: cannot create the directory "
+                             f"({exc.strerror})") from None
+    if not os.access(path, os.W_OK):
+        raise CacheError(f"--cache {path}: the directory is not writable (permission denied "
+                         "or a read-only file system)")
+    db = _db(path)
+    if db.exists() and not os.access(db, os.R_OK | os.W_OK):
+        raise CacheError(f"--cache {path}: {DB_NAME} is not readable and writable")
+    return path
+
+
+def damage(path: str | Path) -> str | None:
+    """What is wrong with the sqlite file of a cache (None: sound or absent). Opens it
+    read-only and runs ``PRAGMA quick_check`` (truncation, flipped bytes in pages, random
+    bytes); checksums of entries are checked when entries are read."""
+    db = _db(Path(path))
+    if not db.exists() or db.stat().st_size == 0:
+        return None
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=120)
+        try:
+            rows = con.execute("PRAGMA quick_check(20)").fetchall()
+            if rows != [("ok",)]:
+                lines = [ln.strip() for r in rows for ln in str(r[0]).splitlines()
+                         if ln.strip() and not ln.startswith("***")]
+                return (f"damaged sqlite database (quick_check: {len(lines)} problem(s), e.g. "
+                        f"{lines[0] if lines else rows[0][0]})")
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        return f"damaged sqlite database ({exc})"
+    return None
+
+
+def stored_entries(path: str | Path) -> int | None:
+    """Entries (claims excluded) in a sound cache; None when cache.db is missing or empty."""
+    db = _db(Path(path))
+    if not db.exists() or db.stat().st_size == 0:
+        return None
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=120)
+    try:
+        (n,) = con.execute("SELECT count(*) FROM Cache WHERE key NOT LIKE 'claim:%'").fetchone()
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        con.close()
+    return int(n)
+
+
+def check_record(path: str | Path, new_cache: bool = False,
+                 paid_runs: list[tuple[Path, float]] | None = None) -> None:
+    """Refuse to start over silently: when the cache at ``path`` is missing or empty but its
+    ``paid.json`` marker, or run directories (``paid_runs``: (path, USD of paid answers)),
+    show that paid answers were recorded, raise :class:`CacheError` saying what was found,
+    unless ``new_cache`` (then the marker is removed and the cache starts over)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        return  # check_path names it
+    n = stored_entries(path) if path.is_dir() else None
+    if n:
+        return
+    marker = path / PAID_MARKER
+    found = []
+    if marker.exists():
+        found.append(f"{marker} says paid answers were stored here since "
+                     f"{_marker_date(marker)}")
+    paid = [(p, usd) for p, usd in paid_runs or [] if usd > 0]
+    if paid:
+        found.append(f"{len(paid)} run(s) recorded {sum(u for _, u in paid):.4f} USD of paid "
+                     f"answers (e.g. {paid[0][0]})")
+    if not found:
+        return
+    state = ("is missing" if not path.exists() else f"has no {DB_NAME}"
+             if not _db(path).exists() else "is empty")
+    if not new_cache:
+        raise CacheError(f"--cache {path}: the cache {state}, but {'; '.join(found)}. "
+                         "Restore the cache from a backup, or pass --new-cache to start a new "
+                         "record (and pay for those answers again)")
+    marker.unlink(missing_ok=True)
+
+
+def _marker_date(marker: Path) -> str:
+    try:
+        return str(json.loads(marker.read_text()).get("first_paid_at", "?"))
+    except (OSError, ValueError):
+        return "?"
+
+
+# --- claims --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Owner:
+    """Who holds a claim: a random token per process, plus host, pid and process start time,
+    so another process can tell a dead owner from a slow one."""
+
+    token: str
+    host: str
+    pid: int
+    started: str
+
+    @classmethod
+    def me(cls) -> Owner:
+        return cls(uuid.uuid4().hex, socket.gethostname(), os.getpid(), _start_time(os.getpid()))
+
+
+def _start_time(pid: int) -> str:
+    """The process start time from /proc (empty where there is no /proc): a pid reused by a
+    new process has another start time."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    fields = stat[stat.rindex(")") + 2:].split()
+    return fields[19] if fields[0] != "Z" else "zombie"
+
+
+def _owner_alive(info: dict[str, Any], me: Owner) -> bool:
+    if info.get("host") != me.host:
+        return True  # another host: only the lease can tell
+    pid = int(info.get("pid", 0))
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    started = _start_time(pid)
+    return started != "zombie" and (not started or started == info.get("started", started))
+
+
+class _Undecodable:
+    """A stored value whose bytes are not UTF-8 text."""
+
+
+# --- the store ---------------------------------------------------------------------------
+
 class ResponseCache:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, readonly: bool = False):
         import diskcache
 
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # no eviction: the cache is a record, not a best-effort memo
-        self._store = diskcache.Cache(str(self.path), eviction_policy="none", timeout=120,
-                                      size_limit=2**62)
-        self.corrupt: list[str] = []
+        self.path = check_path(path, write=False)  # a regular file, an unreadable directory
+        db = _db(self.path)
+        problem = damage(self.path)
+        if problem:
+            raise CacheError(f"{db}: {problem}; move it away and restore a backup")
+        check_record(self.path)  # before anything is created there
+        check_path(self.path, write=not readonly)
+        if readonly and (not db.exists() or db.stat().st_size == 0):
+            what = "no" if not db.exists() else "an empty"
+            raise CacheError(f"{self.path}: not an LLM response cache ({what} {DB_NAME} "
+                             "inside)")
+        try:
+            # no eviction: the cache is a record, not a best-effort memo
+            self._store = diskcache.Cache(str(self.path), eviction_policy="none", timeout=120,
+                                          size_limit=2**62)
+        except (sqlite3.Error, OSError) as exc:
+            raise CacheError(f"--cache {self.path}: cannot open {DB_NAME} ({exc})") from None
+        self.owner = Owner.me()
+        self._paid_marked = (self.path / PAID_MARKER).exists()
+        if not readonly:
+            with self._guard("write a test entry"):  # a full disk fails here, before any call
+                self._store.set("probe:" + self.owner.token, "", retry=True)
+                self._store.delete("probe:" + self.owner.token, retry=True)
+
+    @contextlib.contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        """sqlite and file errors as one CacheError naming the cache (a full disk, a file
+        damaged while open)."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise CacheError(f"--cache {self.path}: cannot {what} ({exc})") from None
+        except OSError as exc:
+            raise CacheError(f"--cache {self.path}: cannot {what} "
+                             f"({exc.strerror or exc})") from None
+
+    # --- entries ----------------------------------------------------------------------------
 
     def get(self, key: str) -> dict[str, Any] | None:
-        raw = self._store.get(key, default=None, retry=True)
-        if raw is None:
-            return None
+        """The stored body, None when absent; :class:`CacheError` when it fails its check."""
+        raw = self._raw(key)
+        return None if raw is None else self._body(key, raw)
+
+    def _raw(self, key: str) -> Any:
+        """The stored value as-is; bytes that are not UTF-8 (flipped inside an answer) come
+        back as :class:`_Undecodable`, which fails its check like any damaged entry."""
+        with self._guard("read"):
+            try:
+                return self._store.get(key, default=None, retry=True)
+            except sqlite3.OperationalError as exc:
+                if "decode" not in str(exc):
+                    raise
+                return _Undecodable()
+
+    def _body(self, key: str, raw: Any) -> dict[str, Any]:
         problem = self._verify(key, raw)
-        if problem is None:
-            return json.loads(raw)["body"]
-        log.warning("cache %s: corrupt entry %s (%s); re-fetching", self.path, key[:12], problem)
-        self.corrupt.append(key)
-        self._store.delete(key, retry=True)
-        return None
+        if problem is not None:
+            raise CacheError(f"--cache {self.path}: entry {key} fails its check ({problem}): "
+                             "the stored answer was damaged or edited, so the record cannot "
+                             f"be trusted; run `ma cache verify {self.path}`")
+        return json.loads(raw)["body"]
 
     @staticmethod
     def _verify(key: str, raw: Any) -> str | None:
+        if isinstance(raw, _Undecodable):
+            return "not UTF-8 text"
         if not isinstance(raw, str):
             return f"not JSON text ({type(raw).__name__})"
         try:
@@ -67,32 +310,128 @@ class ResponseCache:
             return "checksum mismatch"
         return None
 
-    def put(self, key: str, body: dict[str, Any]) -> None:
-        """First writer wins: if another process stored this key meanwhile, keep its entry."""
+    @staticmethod
+    def _text(key: str, body: dict[str, Any]) -> str:
         body = {**body, "key": key}
-        text = canonical_json({"v": ENTRY_VERSION, "sha256": _checksum(body), "body": body})
-        self._store.add(key, text, retry=True)
+        return canonical_json({"v": ENTRY_VERSION, "sha256": _checksum(body), "body": body})
+
+    def put(self, key: str, body: dict[str, Any], paid: bool = False) -> dict[str, Any]:
+        """Store ``body`` unless an entry exists (first writer wins), release this process's
+        claim on ``key`` in the same transaction, and return the entry the cache now holds:
+        a run uses what the record says. ``paid``: the answer cost money (marks the cache)."""
+        text = self._text(key, body)
+        with self._guard("store an answer"), self._store.transact(retry=True):
+            if not self._store.add(key, text, retry=True):
+                stored = self._body(key, self._raw(key))
+            else:
+                stored = json.loads(text)["body"]
+            self._release(key)
+        if paid and not self._paid_marked:
+            self._mark_paid()
+        return stored
 
     def put_raw(self, key: str, value: Any) -> None:
-        """Overwrite a value as-is (tests use it to plant corrupt entries)."""
+        """Overwrite a value as-is (tests use it to plant damaged entries)."""
         self._store.set(key, value, retry=True)
 
+    def _mark_paid(self) -> None:
+        from market_agents.atomic import write_json_atomic
+
+        marker = self.path / PAID_MARKER
+        if not marker.exists():
+            with self._guard("write " + PAID_MARKER):
+                write_json_atomic(marker, {"first_paid_at": time.strftime(
+                    "%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "note": "this cache holds paid "
+                    "answers: an empty or missing cache.db here means the record was lost"})
+        self._paid_marked = True
+
+    # --- claims -------------------------------------------------------------------------------
+
+    def claim(self, key: str, lease_s: float) -> tuple[str, dict[str, Any] | None]:
+        """In one transaction: ("answer", body) when the request is answered; ("mine", None)
+        when this process now holds its claim (it was free, stale, or already ours);
+        ("held", claim) when a live owner holds it."""
+        ck = CLAIM_PREFIX + key
+        # a look without the write lock first: waiters poll, and most looks find the claim held
+        raw = self._raw(key)
+        if raw is not None:
+            return "answer", self._body(key, raw)
+        with self._guard("read a claim"):
+            held = self._store.get(ck, default=None, retry=True)
+        info = json.loads(held) if held else None
+        if self._live_claim(info):
+            return "held", info
+        with self._guard("claim a request"), self._store.transact(retry=True):
+            raw = self._raw(key)
+            if raw is not None:
+                return "answer", self._body(key, raw)
+            held = self._store.get(ck, default=None, retry=True)
+            info = json.loads(held) if held else None
+            if self._live_claim(info):
+                return "held", info
+            self._store.set(ck, json.dumps({
+                "token": self.owner.token, "host": self.owner.host, "pid": self.owner.pid,
+                "started": self.owner.started, "expires": time.time() + lease_s,
+                "took_over": bool(info and info.get("token") != self.owner.token)}),
+                retry=True)
+        return "mine", info
+
+    def _live_claim(self, info: dict[str, Any] | None) -> bool:
+        """Another owner's claim that still holds: lease not over, owner not known dead."""
+        return bool(info) and info.get("token") != self.owner.token and time.time() < info.get(
+            "expires", 0) and _owner_alive(info, self.owner)
+
+    def release(self, key: str) -> None:
+        """Give up this process's claim on ``key`` (the call stopped without an answer)."""
+        with self._guard("release a claim"), self._store.transact(retry=True):
+            self._release(key)
+
+    def _release(self, key: str) -> None:
+        ck = CLAIM_PREFIX + key
+        held = self._store.get(ck, default=None, retry=True)
+        if held and json.loads(held).get("token") == self.owner.token:
+            self._store.delete(ck, retry=True)
+
+    def claims(self) -> list[dict[str, Any]]:
+        """Pending claims (requests some process was answering when it stopped or is now)."""
+        out = []
+        for key in self._all_keys():
+            if key.startswith(CLAIM_PREFIX):
+                raw = self._store.get(key, default=None, retry=True)
+                if raw:
+                    out.append({"key": key[len(CLAIM_PREFIX):]} | json.loads(raw))
+        return out
+
+    # --- whole-store views ----------------------------------------------------------------------
+
+    def _all_keys(self) -> list[str]:
+        with self._guard("list entries"):
+            return sorted(k for k in self._store.iterkeys() if isinstance(k, str))
+
+    def keys(self) -> list[str]:
+        return [k for k in self._all_keys() if not k.startswith((CLAIM_PREFIX, "probe:"))]
+
     def scan(self) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
-        """Every entry, verified but left in place: ([(key, body)], [corrupt keys])."""
+        """Every entry, verified and left in place: ([(key, body)], [keys that fail])."""
         good, bad = [], []
         for key in self.keys():
-            raw = self._store.get(key, default=None, retry=True)
+            raw = self._raw(key)
             if self._verify(key, raw) is None:
                 good.append((key, json.loads(raw)["body"]))
             else:
                 bad.append(key)
         return good, bad
 
-    def __len__(self) -> int:
-        return len(self._store)
+    def delete(self, keys: list[str]) -> int:
+        """Remove entries (``ma cache retry-failures``: a deliberate re-fetch)."""
+        n = 0
+        with self._guard("remove entries"), self._store.transact(retry=True):
+            for key in keys:
+                n += bool(self._store.delete(key, retry=True))
+        return n
 
-    def keys(self) -> list[str]:
-        return sorted(self._store.iterkeys())
+    def __len__(self) -> int:
+        return len(self.keys())
 
     def close(self) -> None:
         self._store.close()

@@ -1,9 +1,17 @@
-"""One client in front of every provider: budget → cache → provider (bounded retries) →
-pricing → budget charge → store.
+"""One client in front of every provider: cache (and a claim on the request, so no other
+process pays for it) → budget reservation of the call's worst case → provider (bounded
+retries) → store the answer at once → price → settle the reservation.
 
 ``complete_many`` sends a batch concurrently (bounded globally and per route) and returns
-results in input order; budget checks and charges run in input order before and after the
-batch, so results never depend on which answer arrived first.
+results in input order. Budget admission runs in input order before the batch and charges in
+input order after it, so results never depend on which answer arrived first; each answer (and
+each final failure) is stored the moment it arrives, so a kill loses only requests in flight.
+
+Provider errors come in two kinds. Transient ones (rate limits, 5xx/529, timeouts, dropped
+connections, a Responses object with ``status: failed``) are retried with backoff, then stored
+as the request's failure: part of the record, reproduced by a replay. Fatal ones (quota
+exhausted, invalid request, authentication/permission, unknown model) stop the run at once
+with :class:`ProviderFatal`; nothing is stored for that request.
 """
 
 from __future__ import annotations
@@ -24,24 +32,38 @@ from pydantic import ValidationError
 from market_agents.core import canonical_json
 from market_agents.errors import BudgetExceeded, MarketAgentsError
 from market_agents.llm.budget import Budget
-from market_agents.llm.cache import ResponseCache
-from market_agents.llm.config import LLMConfig
+from market_agents.llm.cache import ResponseCache, answer_sha256
+from market_agents.llm.config import FREE_KINDS, LLMConfig
 from market_agents.llm.pricing import PriceTable, load_prices
-from market_agents.llm.providers.base import Provider, ProviderError
+from market_agents.llm.providers.base import FATAL_NAMES, Provider, ProviderError
 from market_agents.llm.providers.registry import load_env, make_provider
 from market_agents.llm.types import LLMRequest, LLMResponse, LLMResult, Usage
 
 Parse = Callable[[str], Any]
 
 
-class ProviderAuthError(MarketAgentsError):
-    """A provider rejected the key: every further call would fail, so the run stops."""
+class ProviderFatal(MarketAgentsError):
+    """A provider error every further call would repeat (quota exhausted, invalid request,
+    authentication or permission refused, unknown model): the run stops and nothing is
+    recorded for the request."""
+
+
+class ProviderAuthError(ProviderFatal):
+    """A provider rejected the key (HTTP 401/403)."""
 
 
 class ProviderUnavailable(MarketAgentsError):
     """No connection to a provider even after the retries: an outage is not data, so the run
-    stops and nothing is recorded (timeouts, 429 and 5xx that outlast the retries are data:
-    they are recorded and the agent holds)."""
+    stops and nothing is recorded (timeouts, 429, 5xx and dropped connections that outlast
+    the retries are data: they are recorded and the agent holds)."""
+
+
+class ReplayMiss(MarketAgentsError):
+    """A replay needed an answer the cache does not hold (a replay never calls a provider)."""
+
+
+class _Skipped(Exception):
+    """A request not sent because another request of the batch stopped the run."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +76,18 @@ class RetryPolicy:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.max_delay_s)
         return min(self.base_delay_s * 2**attempt, self.max_delay_s)
+
+
+class ReplayOnly(Provider):
+    """Stands in for a provider in replay mode: no SDK client, no key; never called."""
+
+    def __init__(self, route: str, kind: str):
+        super().__init__(route)
+        self.kind = kind
+        self.live = kind not in FREE_KINDS
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:  # pragma: no cover
+        raise AssertionError("a replay never calls a provider")
 
 
 def classify_parse_error(exc: Exception) -> str:
@@ -84,6 +118,8 @@ class LLMClient:
         max_concurrency: int = 16,
         route_concurrency: Mapping[str, int] | None = None,
         retry: Mapping[str, RetryPolicy] | None = None,
+        timeouts: Mapping[str, float] | None = None,
+        replay: bool = False,
     ):
         self.providers = dict(providers)
         self.prices = prices
@@ -92,14 +128,23 @@ class LLMClient:
         self.max_concurrency = max_concurrency
         self.route_concurrency = dict(route_concurrency or {})
         self.retry = dict(retry or {})
+        self.timeouts = dict(timeouts or {})  # route -> seconds per attempt (claim leases)
+        self.replay = replay
+        if replay and cache is None:
+            raise MarketAgentsError("replay mode needs a response cache (--cache)")
         self.counts: Counter[str] = Counter()
         self.tokens: Counter[str] = Counter()
+        self.retries_by_class: Counter[str] = Counter()
+        self.failures_by_class: Counter[str] = Counter()
         self.usd = 0.0
+        self.usd_live = 0.0
         self.usd_spent = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._sems: dict[str, asyncio.Semaphore] = {}
+        self._stop = False
         self.sleep = asyncio.sleep  # the backoff wait (tests record it instead)
+        self.poll_s = (0.02, 0.5)  # first and longest wait between looks at a claimed request
 
     # --- construction ---------------------------------------------------------------------
 
@@ -110,17 +155,23 @@ class LLMClient:
         cache_path: str | Path | None = None,
         prices: PriceTable | None = None,
         env: Mapping[str, str] | None = None,
+        replay: bool = False,
     ) -> LLMClient:
         """Build every route's provider and check, before any call: each model has a price,
-        each live route has its key, and live spend has a cap."""
+        each live route has its key, and live spend has a cap. ``replay``: serve from the
+        cache only (a miss is :class:`ReplayMiss`); no provider client is built and no key is
+        needed."""
         prices = prices or load_prices()
-        if env is None:
+        replay = replay or llm.replay
+        if env is None and not replay:
             load_env()
         providers: dict[str, Provider] = {}
         for route in llm.routes():
             for model in llm.model_ids(route):
                 prices.price(model)
-            providers[route] = make_provider(llm.kind(route), route, llm.settings(route), env)
+            kind = llm.kind(route)
+            providers[route] = (ReplayOnly(route, kind) if replay
+                                else make_provider(kind, route, llm.settings(route), env))
         live = [r for r, p in providers.items() if p.live]
         if live and llm.usd_cap <= 0:
             raise MarketAgentsError(
@@ -129,12 +180,10 @@ class LLMClient:
             )
         caps = {r: llm.settings(r).usd_cap for r in providers
                 if llm.settings(r).usd_cap is not None}
-        profile = llm.token_profile
         budget = Budget(
             usd_cap=llm.usd_cap if llm.usd_cap > 0 else None,  # 0: no cap (mock runs only)
             provider_caps=caps,
             decision_cap=llm.decision_cap,
-            planned=lambda m: prices.planned_cost(m, profile.tokens_in, profile.tokens_out),
         )
         return cls(
             providers,
@@ -145,37 +194,49 @@ class LLMClient:
             route_concurrency={r: llm.settings(r).max_concurrency for r in providers},
             retry={r: RetryPolicy(max_retries=llm.settings(r).max_retries,
                                   base_delay_s=llm.settings(r).backoff_s) for r in providers},
+            timeouts={r: llm.settings(r).timeout_s for r in providers},
+            replay=replay,
         )
 
     # --- the batch ------------------------------------------------------------------------
 
+    def worst_case(self, req: LLMRequest) -> float:
+        """USD the budget reserves before sending ``req``: its input-token bound and its
+        ``max_output_tokens`` at full price."""
+        return self.prices.worst_cost(req.model, req.input_token_bound(), req.max_output_tokens)
+
     def complete_many(self, requests: Sequence[LLMRequest], parse: Parse | None = None,
-                      where: str = "") -> list[LLMResult]:
+                      where: str = "", tick: int | None = None) -> list[LLMResult]:
         """Results in input order. ``parse(text)`` returns the parsed object or raises
-        (``ValueError``/``ValidationError``: invalid answer); None: free text."""
+        (``ValueError``/``ValidationError``: invalid answer); None: free text. ``where``/
+        ``tick`` label a budget halt. Raises :class:`ProviderFatal`, :class:`ReplayMiss`,
+        :class:`ProviderUnavailable` or ``CacheError`` (the run stops), after every answer
+        already received is stored."""
         if not requests:
             return []
         loop = self._ensure_loop()
-        fut = asyncio.run_coroutine_threadsafe(self._batch(list(requests), parse, where), loop)
+        fut = asyncio.run_coroutine_threadsafe(
+            self._batch(list(requests), parse, where, tick), loop)
         return fut.result()
 
-    async def _batch(self, requests: list[LLMRequest], parse: Parse | None,
-                     where: str) -> list[LLMResult]:
-        n = len(requests)
-        results: list[LLMResult | None] = [None] * n
+    async def _batch(self, requests: list[LLMRequest], parse: Parse | None, where: str,
+                     tick: int | None) -> list[LLMResult]:
+        self._stop = False
+        results: list[LLMResult | None] = [None] * len(requests)
         reserved: dict[int, float] = {}
         entries: dict[int, dict] = {}
         hits: set[int] = set()
-        for i, req in enumerate(requests):
+        for i, req in enumerate(requests):  # input order: admission never depends on latency
             route = self._route(req)
+            entry = self.cache.get(req.key()) if self.cache is not None else None
             try:
-                reserved[i] = self.budget.admit(req.agent, route, req.model, where)
+                reserved[i] = self.budget.admit(req.agent, route, self.worst_case(req), where,
+                                                tick)
             except BudgetExceeded as exc:
                 scope = getattr(exc, "scope", "budget_halt")
                 results[i] = self._blocked(req, scope)
                 self.counts[scope] += 1
                 continue
-            entry = self.cache.get(req.key()) if self.cache is not None else None
             if entry is not None:
                 entries[i] = entry
                 hits.add(i)
@@ -186,13 +247,22 @@ class LLMClient:
             if i not in hits:
                 first.setdefault(requests[i].key(), i)
         todo = list(first.values())
-        fetched = await asyncio.gather(*(self._fetch(requests[i]) for i in todo))
-        for i, entry in zip(todo, fetched, strict=True):
+        if self.replay and todo:
+            req = requests[todo[0]]
+            raise ReplayMiss(
+                f"replay: {len(todo)} request(s) of {where or 'this batch'} have no stored "
+                f"answer in {self.cache.path}, e.g. {req.key()} ({req.agent or 'no agent'}, "
+                f"{req.route or req.provider}/{req.model}); a replay makes no calls: run "
+                "without --replay to fetch them")
+        got = await asyncio.gather(*(self._obtain(requests[i], parse) for i in todo),
+                                   return_exceptions=True)
+        errors = [g for g in got if isinstance(g, BaseException) and not isinstance(g, _Skipped)]
+        if errors:
+            raise errors[0]  # the first failing request in input order
+        for i, (entry, fresh) in zip(todo, got, strict=True):
             entries[i] = entry
-            if entry["status"] == "answered" and parse is not None:
-                entry["parsed"] = _parsed_json(entry["text"], parse)
-            if self.cache is not None:
-                self.cache.put(requests[i].key(), entry)
+            if not fresh:
+                hits.add(i)
         for i in reserved:
             if i not in entries:
                 entries[i] = entries[first[requests[i].key()]]
@@ -200,41 +270,106 @@ class LLMClient:
         for i in sorted(reserved):  # input order: charges never depend on arrival order
             req, entry = requests[i], entries[i]
             route = self._route(req)
-            live = self.providers[route].live
             answered = entry["status"] == "answered"
-            self.budget.settle(route, req.model, reserved[i],
-                               entry["usd"] if answered else None)
-            results[i] = self._result(req, entry, parse, cache_hit=i in hits, live=live)
+            self.budget.settle(route, reserved[i], entry["usd"] if answered else None)
+            results[i] = self._result(req, entry, parse, cache_hit=i in hits,
+                                      live=self.providers[route].live)
         return results  # type: ignore[return-value]
 
-    async def _fetch(self, req: LLMRequest) -> dict:
+    async def _obtain(self, req: LLMRequest, parse: Parse | None) -> tuple[dict, bool]:
+        """(entry, fetched by this process) for a request missing from the cache: claim it
+        and call the provider, or wait for the process that holds its claim."""
         route = self._route(req)
+        key = req.key()
+        wait = self.poll_s[0]
+        waited = False
+        while True:
+            async with self._sem("*", self.max_concurrency), \
+                    self._sem(route, self.route_concurrency.get(route, self.max_concurrency)):
+                if self._stop:
+                    raise _Skipped
+                state, info = ("mine", None) if self.cache is None else self.cache.claim(
+                    key, self._lease(req, route))
+                if state == "answer":
+                    return info, False
+                if state == "mine":
+                    if info is not None:
+                        self.counts["claims_taken_over"] += 1
+                    return await self._fetch_and_store(req, route, parse)
+            if not waited:
+                self.counts["claim_waits"] += 1
+                waited = True
+            await asyncio.sleep(wait)  # a live process holds the claim: its answer will come
+            wait = min(wait * 1.5, self.poll_s[1])
+
+    async def _fetch_and_store(self, req: LLMRequest, route: str, parse: Parse | None
+                               ) -> tuple[dict, bool]:
+        try:
+            entry = await self._fetch(req, route)
+        except BaseException:
+            self._stop = True  # no further request of this batch is sent
+            if self.cache is not None:
+                self.cache.release(req.key())
+            raise
+        if entry["status"] == "answered" and parse is not None:
+            entry["parsed"] = _parsed_json(entry["text"], parse)
+        if self.cache is None:
+            return entry, True
+        paid = self.providers[route].live and entry["status"] == "answered"
+        try:
+            stored = self.cache.put(req.key(), entry, paid=paid)
+        except BaseException:
+            self._stop = True
+            raise
+        if answer_sha256(stored) != answer_sha256(entry):
+            # another process stored an answer first (its claim had lapsed): the record wins
+            self.counts["answers_discarded"] += 1
+            if paid:
+                self.usd_spent += float(entry["usd"])
+            return stored, False
+        return stored, True
+
+    async def _fetch(self, req: LLMRequest, route: str) -> dict:
         provider = self.providers[route]
         policy = self.retry.get(route, RetryPolicy())
         start = time.monotonic()
         attempts = 0
-        async with self._sem("*", self.max_concurrency), \
-                self._sem(route, self.route_concurrency.get(route, self.max_concurrency)):
-            while True:
-                attempts += 1
-                try:
-                    resp = await provider.complete(req)
-                    break
-                except ProviderError as exc:
-                    if exc.error_class == "auth":
-                        raise ProviderAuthError(f"provider {route!r}: {exc}") from None
-                    if provider.is_retryable(exc) and attempts <= policy.max_retries:
-                        await self.sleep(policy.delay(attempts - 1, exc.retry_after))
-                        continue
-                    if exc.error_class == "connection":
-                        raise ProviderUnavailable(
-                            f"provider {route!r}: cannot connect after {attempts} attempts "
-                            f"({exc}); check its base_url and that it is running") from None
+        while True:
+            if self._stop:
+                raise _Skipped
+            attempts += 1
+            try:
+                resp = await provider.complete(req)
+                break
+            except ProviderError as exc:
+                if exc.fatal:
                     self.counts["calls"] += attempts
-                    return self._entry(req, None, exc.error_class, attempts,
-                                       time.monotonic() - start)
+                    self.counts[f"fatal_{exc.error_class}"] += 1
+                    kind = ProviderAuthError if exc.error_class == "auth" else ProviderFatal
+                    raise kind(f"provider {route!r} ({provider.kind}), model {req.model!r}: "
+                               f"{FATAL_NAMES[exc.error_class]} ({exc.detail or exc}); the run "
+                               "stopped and nothing was recorded for this request") from None
+                if provider.is_retryable(exc) and attempts <= policy.max_retries:
+                    self.retries_by_class[exc.error_class] += 1
+                    await self.sleep(policy.delay(attempts - 1, exc.retry_after))
+                    continue
+                self.counts["calls"] += attempts
+                if exc.error_class == "connection":
+                    raise ProviderUnavailable(
+                        f"provider {route!r}: cannot connect after {attempts} attempts "
+                        f"({exc}); check its base_url and that it is running") from None
+                return self._entry(req, None, exc.error_class, attempts,
+                                   time.monotonic() - start)
         self.counts["calls"] += attempts
         return self._entry(req, resp, None, attempts, time.monotonic() - start)
+
+    def _lease(self, req: LLMRequest, route: str) -> float:
+        """Seconds a claim is held before another host may take it over: every attempt at
+        its timeout, every backoff at its longest, and a minute of slack. (On one host a
+        dead owner is noticed at once.)"""
+        policy = self.retry.get(route, RetryPolicy())
+        timeout = req.timeout_s or self.timeouts.get(route, 60.0)
+        return (policy.max_retries + 1) * timeout + policy.max_retries * policy.max_delay_s + 60
 
     def _entry(self, req: LLMRequest, resp: LLMResponse | None, error: str | None,
                attempts: int, elapsed: float) -> dict:
@@ -262,10 +397,13 @@ class LLMClient:
     def _result(self, req: LLMRequest, entry: dict, parse: Parse | None, cache_hit: bool,
                 live: bool) -> LLMResult:
         key = req.key()
+        sha = answer_sha256(entry)
         if entry["status"] != "answered":
             self.counts["failures"] += 1
+            self.failures_by_class[entry["error_class"] or "failed"] += 1
             return LLMResult(key, None, None, None, entry["error_class"] or "failed", Usage(),
-                             0.0, 0.0, cache_hit, 0.0, 0 if cache_hit else entry["attempts"])
+                             0.0, 0.0, cache_hit, 0.0, 0 if cache_hit else entry["attempts"],
+                             sha)
         usage = Usage.from_dict(entry["usage"])
         text = entry["text"]
         parsed, valid, error = None, True, None
@@ -279,16 +417,17 @@ class LLMClient:
                 error = "truncated" if entry.get("truncated") else classify_parse_error(exc)
         elif not text:
             valid, error = False, "empty"
-        spent = 0.0 if cache_hit or not live else float(entry["usd"])
+        usd = float(entry["usd"])
+        spent = 0.0 if cache_hit or not live else usd
         self.counts["cache_hits" if cache_hit else "answered"] += 1
         self.counts["valid" if valid else "invalid"] += 1
         for name, value in usage.to_dict().items():
             self.tokens[name] += value
-        self.usd += float(entry["usd"])
+        self.usd += usd
+        self.usd_live += usd if live else 0.0
         self.usd_spent += spent
-        return LLMResult(key, text, parsed, valid, error, usage, float(entry["usd"]), spent,
-                         cache_hit, float(entry["latency_s"]),
-                         0 if cache_hit else entry["attempts"])
+        return LLMResult(key, text, parsed, valid, error, usage, usd, spent, cache_hit,
+                         float(entry["latency_s"]), 0 if cache_hit else entry["attempts"], sha)
 
     @staticmethod
     def _blocked(req: LLMRequest, scope: str) -> LLMResult:
@@ -306,6 +445,7 @@ class LLMClient:
     def usage_summary(self) -> dict[str, Any]:
         c = self.counts
         answered = c["answered"] + c["cache_hits"]
+        run_halts = [h for h in self.budget.halts if h["scope"] == "run"]
         return {
             "requests": answered + c["failures"] + c["budget_halt"] + c["decision_cap"],
             "calls": c["calls"],
@@ -315,17 +455,28 @@ class LLMClient:
             "valid": c["valid"],
             "invalid": c["invalid"],
             "failures": c["failures"],
+            "failures_by_class": dict(sorted(self.failures_by_class.items())),
+            "retries_by_class": dict(sorted(self.retries_by_class.items())),
             "budget_halts": c["budget_halt"],
             "decision_cap_holds": c["decision_cap"],
             "budget_halt_events": list(self.budget.halts),
+            "halt_tick": run_halts[0]["tick"] if run_halts else None,
+            "reserved_at_halt_usd": run_halts[0]["reserved"] if run_halts else None,
+            "spent_at_halt_usd": run_halts[0]["spent"] if run_halts else None,
+            "usd_cap": self.budget.usd_cap,
+            "usd_over_cap": round(self.budget.over_cap_usd, 10),
             "tokens_in": self.tokens["input"],
             "tokens_cached": self.tokens["cached_input"],
             "tokens_cache_write": self.tokens["cache_write"],
             "tokens_out": self.tokens["output"],
             "tokens_reasoning": self.tokens["reasoning"],
             "usd": round(self.usd, 10),
+            "usd_live": round(self.usd_live, 10),
             "usd_spent": round(self.usd_spent, 10),
-            "corrupt_cache_entries": len(self.cache.corrupt) if self.cache else 0,
+            "claim_waits": c["claim_waits"],
+            "claims_taken_over": c["claims_taken_over"],
+            "answers_discarded": c["answers_discarded"],
+            "replay": self.replay,
         }
 
     def _sem(self, name: str, size: int) -> asyncio.Semaphore:

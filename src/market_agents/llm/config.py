@@ -1,11 +1,12 @@
 """The `population.llm` block of the simulation config (owned by the LLM layer).
 
 Protocol keys: provider_mix, models, prompt_set, memory, channel, usd_cap, decision_cap,
-frozen_library. ``provider_mix`` keys are *routes*: a provider kind (``openai``,
-``anthropic``, ``openai_compatible``, ``mock``) or an alias declared under ``providers`` with a
-``kind`` (``openai_mini: {kind: openai}``). ``models`` maps each route to one model id or a list
-of ids; with a list each slot draws one id uniformly from the slot stream. Either way the
-protocol's ``mix_25`` (half nano, half mini) runs live:
+frozen_library, max_failure_rate; ``replay`` is a serving switch (not hashed). ``provider_mix``
+keys are *routes*: a provider kind (``openai``, ``anthropic``, ``openai_compatible``, ``mock``)
+or an alias declared under ``providers`` with a ``kind`` (``openai_mini: {kind: openai}``).
+``models`` maps each route to one model id or a list of ids; with a list each slot draws one
+id uniformly from the slot stream. Either way the protocol's ``mix_25`` (half nano, half mini)
+runs live:
 
     provider_mix: {openai: 1.0}
     models: {openai: [gpt-5.4-nano, gpt-5.4-mini]}
@@ -39,8 +40,9 @@ class ProviderSettings(Strict):
 
 
 class TokenProfile(Strict):
-    """Tokens per decision used to plan spend and to estimate the next call's cost before any
-    call of that model has been priced."""
+    """The protocol's planned tokens per decision (760 in, 230 out): what planning (``ma
+    budget``, the gate) prices and what the mock's usage looks like. Not a run's budget: the
+    run's cap reserves each call's worst case (``LLMClient.worst_case``)."""
 
     tokens_in: int = Field(default=760, ge=0)
     tokens_out: int = Field(default=230, ge=0)
@@ -62,7 +64,14 @@ class LLMConfig(Strict):
     max_output_tokens: int = Field(default=1024, ge=16)
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = "low"
     temperature: float | None = Field(default=None, ge=0, le=2)
-    token_profile: TokenProfile = Field(default_factory=TokenProfile)
+    max_failure_rate: float = Field(
+        default=0.10, ge=0, le=1, description="share of a run's LLM decisions whose call failed "
+        "after its retries above which the run stops and is marked failed (the pilot's "
+        "criterion)")
+    replay: bool = Field(
+        default=False, exclude=True, description="serve every answer from the response cache; "
+        "a miss stops the run, no key is needed and no provider client is built. A serving "
+        "switch, not part of the experiment: left out of config.yaml and the config hash")
 
     @model_validator(mode="after")
     def _routes(self) -> LLMConfig:

@@ -57,6 +57,13 @@ class PriceTable(Strict):
     def planned_cost(self, model: str, tokens_in: int, tokens_out: int) -> float:
         return self.cost(model, Usage(input=tokens_in, output=tokens_out))
 
+    def worst_cost(self, model: str, tokens_in: int, tokens_out: int) -> float:
+        """The most a call of ``model`` with at most these tokens can be billed: every input
+        token at the full (or cache-write, if dearer) rate, cached-input discounts ignored."""
+        row = self.price(model)
+        rate_in = row.input * max(1.0, row.cache_write_multiplier)
+        return (tokens_in * rate_in + tokens_out * row.output) / self.per_tokens
+
     def assumptions(self, models: list[str]) -> dict[str, dict]:
         """Rows for the manifest: what each used model was priced at, and why."""
         return {m: self.price(m).model_dump() | {"per_tokens": self.per_tokens}

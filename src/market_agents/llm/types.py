@@ -52,6 +52,16 @@ class LLMRequest:
     def key(self) -> str:
         return hashlib.sha256(canonical_json(self.key_payload()).encode()).hexdigest()
 
+    def input_token_bound(self) -> int:
+        """An upper bound on the input tokens this request can be billed: the UTF-8 bytes of
+        every message and of the output schema (byte-level BPE tokenizers never make more
+        tokens than bytes), plus 16 tokens of framing per message and 64 per request. Used to
+        reserve a call's worst case before it is sent; the real count is usually ~4x lower."""
+        size = sum(len(m.content.encode()) + 16 for m in self.messages) + 64
+        if self.json_schema is not None:
+            size += len(canonical_json(self.json_schema).encode()) + len(self.schema_name)
+        return size
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:
@@ -104,3 +114,4 @@ class LLMResult:
     cache_hit: bool
     latency_s: float
     calls: int = 0  # provider calls this execution made for it (retries included)
+    answer_sha256: str | None = None  # content hash of the stored answer (None: no answer)

@@ -16,6 +16,26 @@ from market_agents.config import ExchangeConfig
 from market_agents.market.book import Book, Resting
 from market_agents.market.types import BUY, Cancel, Order
 
+# The largest order the exchange represents: integer ticks and share counts stay exact and far
+# from float overflow (a price of 1e308 would overflow when converted to ticks).
+MAX_ORDER_QTY = 10**9
+MAX_PRICE_TICKS = 10**12
+
+
+def order_problem(order: Order, n_assets: int, tick_size: float) -> str | None:
+    """Why the exchange cannot take ``order`` at all (None: well formed): ``invalid`` (side,
+    asset, quantity below 1, a price that is not a positive finite number),
+    ``qty_out_of_range`` or ``price_out_of_range`` (beyond what it represents exactly)."""
+    side, qty, price, asset = order.side, order.qty, order.price, order.asset
+    if side not in (1, -1) or not 0 <= asset < n_assets or qty <= 0 or (
+            price is not None and not (math.isfinite(price) and price > 0)):
+        return "invalid"
+    if qty > MAX_ORDER_QTY:
+        return "qty_out_of_range"
+    if price is not None and price / tick_size > MAX_PRICE_TICKS:
+        return "price_out_of_range"
+    return None
+
 
 @dataclass
 class Account:
@@ -151,10 +171,8 @@ class Exchange:
             action = action._replace(price=round(last * (1 + 0.1 * action.side), 10))
         side, qty, price, asset = action.side, action.qty, action.price, action.asset
         limit = None
-        if qty <= 0 or side not in (1, -1) or not 0 <= asset < self.n_assets or (
-                price is not None and not (math.isfinite(price) and price > 0)):
-            reason: str | None = "invalid"
-        else:
+        reason = order_problem(action, self.n_assets, self.cfg.tick_size)
+        if reason is None:
             if price is not None:
                 limit = self.to_ticks(price)
             reason = self._check(acct, action, limit)

@@ -9,8 +9,10 @@ take Snakemake's ``wildcards`` (anything with the wildcard names as attributes).
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
+from collections.abc import MutableMapping
 from functools import cached_property
 from typing import Any
 
@@ -45,6 +47,12 @@ class Workflow:
         python = shlex.quote(sys.executable)
         self.ma = f"{python} -m market_agents.cli"
         self.snakemake = f"{python} -m snakemake"
+
+    def export_serving_switches(self, environ: MutableMapping[str, str] | None = None) -> None:
+        """Put this invocation's serving switches (``--config replay=true``,
+        ``new_cache=true``) into the environment every ``ma`` job inherits (``environ``,
+        default ``os.environ``): not rule parameters, so toggling them re-runs no job."""
+        (os.environ if environ is None else environ).update(self.config.serving_env())
 
     # --- files of a design ------------------------------------------------------------------
 

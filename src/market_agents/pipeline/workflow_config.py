@@ -3,7 +3,7 @@ role in the protocol, the caps the budget gate enforces and the token profile it
 
 Its field defaults are the protocol's defaults, defined here once: every ``ma`` command that
 takes one of them as an option defaults to :data:`DEFAULTS` (the tokens per decision come from
-the LLM layer's ``TokenProfile``, which the LLM client needs below the workflow).
+the LLM layer's ``TokenProfile``, which the mock provider needs below the workflow).
 
 It is a pydantic model like the simulation config, validated once by the ``Snakefile``;
 ``workflow/schemas/*.schema.json`` are generated from these models by ``ma schema`` and a test
@@ -54,6 +54,22 @@ class WorkflowConfig(Strict):
     bazaar_usd_cap: float = Field(
         default=1.0, ge=0, description="USD cap of one live Bazaar evaluation (ma bazaar eval)"
     )
+    replay: bool = Field(
+        default=False, description="serve every run from its response cache: a missing answer "
+        "stops the job, no key is needed, no provider is called (`--config replay=true`)"
+    )
+    new_cache: bool = Field(
+        default=False, description="this invocation may start a cache over although records "
+        "show it held paid answers (`--config new_cache=true`; those answers are bought again)"
+    )
+
+    def serving_env(self) -> dict[str, str]:
+        """Environment for the `ma` jobs: the serving switches (not rule parameters, so
+        toggling them never re-runs a finished job)."""
+        from market_agents.llm.cache import NEW_CACHE_ENV, REPLAY_ENV
+
+        flags = {REPLAY_ENV: self.replay, NEW_CACHE_ENV: self.new_cache}
+        return {name: "1" for name, on in flags.items() if on}
 
     def design_path(self, name: str) -> Path:
         return Path(self.designs_dir) / f"{name}.yaml"

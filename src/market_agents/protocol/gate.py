@@ -181,15 +181,16 @@ def cut_runs(design: str, tier: str, root: Path | str = RESULTS) -> set[tuple[st
 
 
 def recorded_usd(run: Path) -> float | None:
-    """USD a finished run paid: the manifest's ``llm_usage.usd_spent`` (mock answers and cache
-    replays cost nothing), else ``llm_usd`` of outcomes.json; None when it has not finished."""
+    """USD of the paid answers a finished run used (protocol §5.3: sum(llm_usd) over its paid
+    answers), from its manifest (``rundir.paid_usd``): every answer from a live provider at its
+    priced cost, whether this execution paid for it or read it from the cache. So a run
+    killed and resumed counts the answers paid before the kill, and mock answers count
+    nothing. Else ``llm_usd`` of outcomes.json; None when the run has not finished."""
+    from market_agents.sim.rundir import paid_usd
+
     outcomes, manifest = run / OUTCOMES_FILE, run / MANIFEST_FILE
     if manifest.exists():
-        usage = json.loads(manifest.read_text()).get("llm_usage") or {}
-        if "usd_spent" in usage:
-            return float(usage["usd_spent"] or 0.0)
-        if not outcomes.exists():
-            return float(usage.get("usd") or 0.0)
+        return paid_usd(json.loads(manifest.read_text()))
     if outcomes.exists():
         return float(json.loads(outcomes.read_text()).get("llm_usd") or 0.0)
     return None
@@ -239,8 +240,9 @@ def check_keys(design: Design, cells: list[str], where: str) -> None:
 
 
 def reconcile_tier(design: Design, tier: str, results: Path = Path("results")) -> dict:
-    """A tier's paid USD against the plan of its finished runs, and the protocol's figure,
-    sum(llm_usd) over their outcomes (equal for runs that were not replayed from a cache)."""
+    """A tier's paid USD (the priced cost of every paid answer its finished runs used, which
+    survives a kill) against the plan of those runs, and sum(llm_usd) over their outcomes
+    (equal unless a run mixes paid and mock routes: llm_usd prices mock answers too)."""
     runs = [r for r in design_runs(design, results) if r.tier == tier]
     planned = sum(r.usd for r in runs if r.done)
     spent = sum(r.spent_usd or 0.0 for r in runs)

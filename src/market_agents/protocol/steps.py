@@ -46,18 +46,38 @@ def run_cache(design: Design, cell: str, cache: str | Path | None, mock: bool,
     return None
 
 
+def paid_runs(design: Design, mock: bool = False,
+              root: Path | str = RESULTS) -> list[tuple[Path, float]]:
+    """(run directory, USD of its paid answers) for every finished run of the design: the
+    record a cache must not silently lose (see ``llm.cache.check_record``)."""
+    from market_agents.sim.rundir import paid_usd
+
+    out = []
+    for run in sorted(design_dir(design.name, mock, root).glob("*/seed*")):
+        if is_complete(run) and (usd := paid_usd(read_manifest(run))) > 0:
+            out.append((run, usd))
+    return out
+
+
 def simulate(design: Design, cell: str, seed: int, mock: bool = False,
              cache: str | Path | None = None, root: Path | str = RESULTS,
-             progress: bool | None = False) -> Path:
-    """One run into its run_dir (atomic, via runner.run_to_dir)."""
+             progress: bool | None = False, replay: bool = False,
+             new_cache: bool = False) -> Path:
+    """One run into its run_dir (atomic, via runner.run_to_dir). ``replay``: serve every
+    answer from the cache (a miss stops the run); ``new_cache``: allow an empty or missing
+    cache although the design's runs recorded paid answers."""
     from market_agents.sim.runner import run_to_dir
 
     config = design.cell_config(cell, mock=mock)
+    if replay:
+        config = config.model_copy(deep=True)
+        config.population.llm.replay = True
     cache = run_cache(design, cell, cache, mock, root)
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)
     return run_to_dir(config, seed, run_dir(design.name, cell, seed, mock, root), cache,
-                      progress=progress)
+                      progress=progress, new_cache=new_cache,
+                      paid_runs=paid_runs(design, mock, root) if cache is not None else None)
 
 
 def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path) -> None:
@@ -73,7 +93,8 @@ def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path) ->
 
 def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
                   cache: str | Path | None = None, root: Path | str = RESULTS,
-                  th: Thresholds | None = None) -> str:
+                  th: Thresholds | None = None, replay: bool = False,
+                  new_cache: bool = False) -> str:
     """Simulate and score one run unless already done; returns what was done."""
     path = run_dir(design.name, cell, seed, mock, root)
     if is_complete(path):
@@ -82,7 +103,7 @@ def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
             return "reused"
         did = "scored"
     else:
-        simulate(design, cell, seed, mock, cache, root)
+        simulate(design, cell, seed, mock, cache, root, replay=replay, new_cache=new_cache)
         did = "ran"
     write_outcomes(path, th)
     return did
@@ -158,16 +179,18 @@ def write_sensitivity(design: Design, grid: list[Thresholds], mock: bool = False
 
 
 def _worker(design_path: str, cell: str, seed: int, mock: bool, cache: str | None,
-            root: str, th: Thresholds | None) -> tuple[str, int, str]:
+            root: str, th: Thresholds | None, replay: bool) -> tuple[str, int, str]:
     from market_agents.protocol.design import load_design
 
-    return cell, seed, run_and_score(load_design(design_path), cell, seed, mock, cache, root, th)
+    return cell, seed, run_and_score(load_design(design_path), cell, seed, mock, cache, root, th,
+                                     replay)
 
 
 def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | None = None,
                workers: int = 1, cache: str | Path | None = None, mock: bool = False,
                root: Path | str = RESULTS, th: Thresholds | None = None,
-               progress: bool | None = None) -> dict[str, int]:
+               progress: bool | None = None, replay: bool = False,
+               new_cache: bool = False) -> dict[str, int]:
     """Run and score every (cell, seed) not yet scored: cells served by the mock in parallel
     processes, live cells one at a time in this process through the shared cache."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -193,13 +216,13 @@ def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | 
     if workers > 1 and len(free) > 1:
         with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
             futures = [pool.submit(_worker, str(design.path), c, s, mock, free_cache, str(root),
-                                   th) for c, s in free]
+                                   th, replay) for c, s in free]
             for fut in as_completed(futures):
                 done(*fut.result())
     else:
         for c, s in free:
-            done(c, s, run_and_score(design, c, s, mock, free_cache, root, th))
+            done(c, s, run_and_score(design, c, s, mock, free_cache, root, th, replay))
     for c, s in live:
-        done(c, s, run_and_score(design, c, s, mock, cache, root, th))
+        done(c, s, run_and_score(design, c, s, mock, cache, root, th, replay, new_cache))
     bar.close()
     return counts

@@ -51,7 +51,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "prompt_id": pl.Utf8, "prompt_version": pl.Utf8, "valid": pl.Boolean, "action": pl.Utf8,
         "qty": pl.Int64, "price": pl.Float64, "tokens_in": pl.Int64, "tokens_cached": pl.Int64,
         "tokens_out": pl.Int64, "tokens_reasoning": pl.Int64, "usd": pl.Float64,
-        "latency_s": pl.Float64, "error_class": pl.Utf8,
+        "latency_s": pl.Float64, "error_class": pl.Utf8, "answer_sha256": pl.Utf8,
     },
 }
 TABLES: tuple[str, ...] = tuple(SCHEMAS)
@@ -119,6 +119,32 @@ def read_json(path: Path) -> dict[str, Any]:
 def read_manifest(path: str | Path) -> dict[str, Any]:
     """The run's manifest.json (config_hash, seed, shocks, halts, llm_usage, ...)."""
     return read_json(Path(path) / MANIFEST_FILE)
+
+
+def paid_usd(manifest: dict[str, Any]) -> float:
+    """USD of the paid answers a finished run used, from its manifest: the priced cost of
+    every answer from a live provider, whether this execution fetched it or read it from the
+    cache (``llm_usage.usd_live``; protocol §5.3's sum(llm_usd) over paid answers). That is
+    what the run's record cost, and it survives a kill: answers paid before the kill are in
+    the cache and counted when the run resumes. Manifests written before ``usd_live`` existed
+    give ``usd_spent``."""
+    usage = manifest.get("llm_usage") or {}
+    if "usd_live" in usage:
+        return float(usage["usd_live"] or 0.0)
+    return float(usage.get("usd_spent") or 0.0)
+
+
+def answer_hashes(path: str | Path) -> dict[tuple[int, int], str | None] | None:
+    """(tick, slot) -> answer_sha256 of the decisions a saved run used; None when the run has
+    no such record (no run there, or written before the column existed)."""
+    f = Path(path) / table_file("llm_decisions")
+    if not f.exists():
+        return None
+    try:
+        dec = pl.read_parquet(f, columns=["tick", "slot", "answer_sha256"])
+    except Exception:  # noqa: BLE001 - an old or unreadable file has no record to check
+        return None
+    return {(int(t), int(s)): h for t, s, h in dec.iter_rows()}
 
 
 def read_config(path: str | Path) -> dict[str, Any]:

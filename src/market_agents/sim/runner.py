@@ -1,7 +1,8 @@
 """Run one simulation into a run directory, atomically.
 
 Files are written into a temporary sibling directory that is renamed into place only when
-everything is written, so a run directory either is complete or does not exist.
+everything is written, so a run directory either is complete or does not exist. A run stopped
+because too many LLM calls failed is never complete: it leaves ``<out>.failed.json`` instead.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from market_agents.config import Config, check_seed, config_hash, dump_yaml
-from market_agents.errors import ConfigError
+from market_agents.errors import ConfigError, MarketAgentsError
 from market_agents.sim import rundir
 
 
@@ -50,16 +51,87 @@ def prepare_out(out: str | Path) -> Path:
     return out
 
 
+class RunDirWriteError(MarketAgentsError):
+    """A run directory could not be written (full disk, lost permission)."""
+
+
+def failed_record(out: str | Path) -> Path:
+    """Where a run that stopped and was marked failed leaves its record."""
+    out = Path(out)
+    return out.with_name(out.name + ".failed.json")
+
+
+def prepare_cache(config: Config, cache: str | Path | None, out: Path,
+                  new_cache: bool = False,
+                  paid_runs: list[tuple[Path, float]] | None = None) -> None:
+    """Check before any work that ``cache`` can serve as the record of this run: a usable
+    directory with a sound sqlite file, not emptied or deleted after it held paid answers
+    (``paid_runs``, ``out`` if it is a finished run, and the cache's own marker say so) unless
+    ``new_cache``. Raises ``CacheError`` naming the path; replay mode needs a cache."""
+    from market_agents.llm.cache import CacheError, check_path, check_record, damage
+
+    llm = config.population.llm
+    if llm.replay and cache is None and config.population.n_llm and not llm.frozen_library:
+        raise ConfigError("--replay: serving every answer from the record needs --cache")
+    if cache is None:
+        return
+    runs = list(paid_runs or [])
+    if rundir.is_complete(out):
+        runs.append((out, rundir.paid_usd(rundir.read_manifest(out))))
+    path = check_path(cache, write=False)  # a regular file, an unreadable directory
+    problem = damage(path)
+    if problem:
+        raise CacheError(f"--cache {path}: cache.db: {problem}; move it away and restore a "
+                         "backup")
+    check_record(path, new_cache, runs)  # before anything is created there
+    check_path(path)
+
+
+def _same_run(path: Path, config: Config, seed: int) -> bool:
+    """Whether ``path`` holds a finished run of ``config`` and ``seed`` (one to reproduce)."""
+    if not rundir.is_complete(path):
+        return False
+    manifest = rundir.read_manifest(path)
+    return manifest.get("config_hash") == config_hash(config) and manifest.get("seed") == seed
+
+
 def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | None = None,
-               progress: bool | None = None) -> Path:
+               progress: bool | None = None, new_cache: bool = False,
+               expect: str | Path | None = None,
+               paid_runs: list[tuple[Path, float]] | None = None) -> Path:
+    """Simulate ``config`` with ``seed`` into the run directory ``out`` (complete or absent).
+
+    ``cache``: the response cache (checked first, see :func:`prepare_cache`). ``expect``: a
+    finished run this one must reproduce decision by decision (default: ``out`` itself when it
+    exists): a stored answer that differs from the one that run used stops the run
+    (``ReplayMismatch``). Raises ``RunFailed`` (after writing ``<out>.failed.json``) when too
+    many LLM calls failed, ``RunDirWriteError`` when the files cannot be written."""
+    from market_agents.agents.llm_trader import RunFailed
     from market_agents.sim.simulation import simulate
 
     check_seed(seed)
     out = prepare_out(out)
+    prepare_cache(config, cache, out, new_cache, paid_runs)
+    reference = Path(expect) if expect is not None else out
+    expected = rundir.answer_hashes(reference) if _same_run(reference, config, seed) else None
+    if expect is not None and expected is None:
+        raise ConfigError(f"--expect {expect}: not a finished run of this config and seed with "
+                          "answer hashes in llm_decisions.parquet")
     started = time.perf_counter()
-    tables = simulate(config, seed, cache, progress)
+    try:
+        tables = simulate(config, seed, cache, progress, expected, str(reference))
+    except RunFailed as exc:
+        from market_agents.atomic import write_json_atomic
+
+        write_json_atomic(failed_record(out), {
+            **exc.record, "error": str(exc), "config_hash": config_hash(config), "seed": seed,
+            "cache": str(cache) if cache else None})
+        raise
     summary = tables.pop("summary")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.resolve().parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.resolve().parent))
+    except OSError as exc:
+        raise RunDirWriteError(f"--out {out}: cannot write ({exc.strerror})") from None
     try:
         manifest = {
             "config_hash": config_hash(config),
@@ -75,7 +147,12 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise RunDirWriteError(f"--out {out}: cannot write the run directory "
+                               f"({exc.strerror or exc})") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    failed_record(out).unlink(missing_ok=True)  # an earlier failed attempt is superseded
     return out

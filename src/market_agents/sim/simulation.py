@@ -94,7 +94,9 @@ class Run:
     """State of one simulation; :meth:`execute` returns the run's tables."""
 
     def __init__(self, config: Config, seed: int, cache_path: str | Path | None = None,
-                 progress: bool | None = None):
+                 progress: bool | None = None,
+                 expected: dict[tuple[int, int], str | None] | None = None,
+                 expected_from: str = ""):
         self.config = config
         self.seed = seed
         self.streams = streams_mod.Streams(seed)
@@ -114,12 +116,17 @@ class Run:
             from market_agents.agents.llm_trader import LLMTraderPool
 
             self.pool = LLMTraderPool(config, self.streams, list(self.population.llm_slots),
-                                      cache_path)
+                                      cache_path, expected=expected,
+                                      expected_from=expected_from)
         self.schedule: dict[int, list[int]] = {}
         for slot, kind in enumerate(self.population.types):  # ascending: slot order per tick
             if kind != "market_maker":  # makers quote every tick; LLM slots are never makers
                 for t in activation_ticks(config, self.population.phases[slot]):
                     self.schedule.setdefault(t, []).append(slot)
+        if self.pool is not None:
+            self.pool.planned_decisions = sum(
+                len(activation_ticks(config, self.population.phases[s]))
+                for s in self.population.llm_slots)
         self.makers = [s for s, t in self.traders.items() if t.every_tick]
         self.decisions = dict.fromkeys(range(config.population.n_traders), 0)
         # Plain lists: the loop reads one value per tick, and numpy scalar indexing is slow.
@@ -242,7 +249,6 @@ class Run:
         }
         if self.pool:
             summary.update(self.pool.manifest(), **self.pool.activity)
-            self.pool.close()
         tables["summary"] = summary
         return tables
 
@@ -256,5 +262,14 @@ def frame(rows: list[tuple], schema: dict[str, Any]) -> pl.DataFrame:
 
 
 def simulate(config: Config, seed: int, cache_path: str | Path | None = None,
-             progress: bool | None = None) -> dict[str, Any]:
-    return Run(config, seed, cache_path, progress).execute()
+             progress: bool | None = None,
+             expected: dict[tuple[int, int], str | None] | None = None,
+             expected_from: str = "") -> dict[str, Any]:
+    """Run one simulation and return its tables. ``expected``: the answer hashes per (tick,
+    slot) of a run this one must reproduce (see :class:`LLMTraderPool`)."""
+    run = Run(config, seed, cache_path, progress, expected, expected_from)
+    try:
+        return run.execute()
+    finally:
+        if run.pool is not None:
+            run.pool.close()

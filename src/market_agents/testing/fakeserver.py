@@ -5,12 +5,15 @@ numpy and pandas keep their own testing helpers). No network beyond 127.0.0.1.
 What it answers comes from an answer function ``answer(body, digest) -> text`` (the request
 body, and a SHA-256 of its raw bytes to seed any randomness); the default is the mock trading
 rule, deterministic from the request body, so a run against it is reproducible whatever the
-arrival order. Bazaar's tests pass a function that plays a fixed Bazaar rule.
+arrival order. Bazaar's tests pass a function that plays a fixed Bazaar rule. For the
+record-integrity tests it can also vary its answers between identical requests (``vary``, as
+real models do), bill ``max_output_tokens`` on every call (``bill_max_output``), answer every
+request with one fault (``fault_all``), and tell a test how many requests have arrived
+(``wait_for``) and when a killed client's connections are gone (``wait_idle``).
 
 It checks the request fields the project relies on (400 naming what is missing), can answer
 slowly (fixed latency plus seeded jitter), and can inject faults: a queue consumed one per
-request (``429``, ``500``, ``timeout``, ``badjson``, ``malformed``, ``refusal``, ``ok``) and/or
-a share of first attempts answered 429/500.
+request (see ``FAULTS``) and/or a share of first attempts answered 429/500.
 
     python -m market_agents.testing.fakeserver --port 8123 --log requests.jsonl --latency 0.2
 
@@ -27,6 +30,7 @@ import hashlib
 import json
 import random
 import socket
+import sys
 import threading
 import time
 from collections import Counter, deque
@@ -40,7 +44,11 @@ import numpy as np
 from market_agents.llm.prompting import extract_snapshot
 from market_agents.llm.providers.mock import trade_rule
 
-FAULTS = ("ok", "429", "500", "timeout", "badjson", "malformed", "refusal")
+FAULTS = ("ok", "429", "500", "529", "timeout", "reset", "badjson", "malformed", "refusal",
+          "failed", "quota", "400", "401", "403", "404")
+# Faults answered with an HTTP error status (the error body follows each wire format).
+STATUS = {"429": 429, "500": 500, "529": 529, "quota": 429, "credit": 400, "400": 400,
+          "401": 401, "403": 403, "404": 404}
 
 
 Answer = Callable[[dict[str, Any], bytes], str]
@@ -116,30 +124,48 @@ def answer_text(body: dict[str, Any], digest: bytes) -> str:
     return json.dumps(trade_rule(snapshot, rng))
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client killed mid-request (the kill tests do it on purpose) is not an error here
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class FakeAPI:
     """The server state; ``FakeAPI(...).start()`` serves on 127.0.0.1 in a daemon thread.
 
     Args:
         port: 0 for any free port (``url`` says which).
         latency_s, jitter_s: seconds added to every answer, fixed and uniform random.
-        faults: consumed one per request: ``ok``, ``429``, ``500``, ``timeout`` (waits
-            ``hang_s``), ``badjson``, ``malformed``, ``refusal``.
+        faults: consumed one per request: ``ok``, ``429`` (with Retry-After ``retry_after_s``),
+            ``500``, ``529``, ``timeout`` (waits ``hang_s``), ``reset`` (connection dropped),
+            ``badjson``, ``malformed``, ``refusal``, ``failed`` (a Responses object with
+            ``status: failed`` under HTTP 200), ``quota`` (429 insufficient_quota; Anthropic's
+            400 "credit balance is too low"), ``400``, ``401``, ``403``, ``404``.
         first_attempt_fail_rate: share of first attempts answered 429 or 500.
         log_path: one JSON line per request (never the key).
         valid_keys: accepted API keys; None accepts any non-empty key.
         answer: ``answer(body, digest) -> text``; default :func:`answer_text`.
         tokens: (input, output) tokens to report for every answer, with no cache reads and no
             reasoning; default: synthetic counts from the prompt's length.
+        fault_all: the fault for every request the queue does not cover.
+        vary: answers differ between identical requests (the arrival count joins the seed).
+        bill_max_output: report the request's ``max_output_tokens``/``max_tokens`` as output.
     """
 
     def __init__(self, port: int = 0, latency_s: float = 0.0, jitter_s: float = 0.0,
                  faults: list[str] | None = None, first_attempt_fail_rate: float = 0.0,
                  retry_after_s: float = 0.01, hang_s: float = 3.0, seed: int = 0,
                  log_path: str | Path | None = None, valid_keys: set[str] | None = None,
-                 answer: Answer | None = None, tokens: tuple[int, int] | None = None):
-        for f in faults or []:
+                 answer: Answer | None = None, tokens: tuple[int, int] | None = None,
+                 fault_all: str | None = None, vary: bool = False,
+                 bill_max_output: bool = False):
+        for f in [*(faults or []), *([fault_all] if fault_all else [])]:
             if f not in FAULTS:
                 raise ValueError(f"unknown fault {f!r}; known: {FAULTS}")
+        self.fault_all = fault_all
+        self.vary = vary  # answers differ between identical requests (a counter joins the seed)
+        self.bill_max_output = bill_max_output  # usage.output = the request's output limit
         self.latency_s, self.jitter_s = latency_s, jitter_s
         self.faults: deque[str] = deque(faults or [])
         self.fail_rate = first_attempt_fail_rate
@@ -151,8 +177,12 @@ class FakeAPI:
         self.tokens = tokens
         self.requests: list[dict[str, Any]] = []
         self.seen: Counter[str] = Counter()
+        self.answered = 0  # 200 responses written in full
         self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
+        self.arrived = threading.Condition(self.lock)
+        self.n_arrived = 0
+        self.open_connections = 0
+        self.httpd = _Server(("127.0.0.1", port), _handler(self))
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.thread: threading.Thread | None = None
@@ -179,13 +209,28 @@ class FakeAPI:
 
     # --- one request ----------------------------------------------------------------------
 
+    def wait_for(self, n: int, timeout: float = 600.0) -> bool:
+        """Block until ``n`` requests have arrived in all (False on timeout)."""
+        with self.arrived:
+            return self.arrived.wait_for(lambda: self.n_arrived >= n, timeout)
+
+    def wait_idle(self, timeout: float = 600.0) -> bool:
+        """Block until no client holds a connection (after a kill: until the server has read
+        whatever the dead client had sent, so ``n_arrived`` is final)."""
+        with self.arrived:
+            return self.arrived.wait_for(lambda: self.open_connections == 0, timeout)
+
     def plan(self, path: str, raw: bytes) -> tuple[str, float, bytes]:
         digest = hashlib.sha256(raw).digest()
         with self.lock:
-            fault = self.faults.popleft() if self.faults else "ok"
+            fault = self.faults.popleft() if self.faults else (self.fault_all or "ok")
             attempt = self.seen[digest.hex()]
             self.seen[digest.hex()] += 1
             delay = self.latency_s + (self.rng.uniform(0, self.jitter_s) if self.jitter_s else 0)
+            self.n_arrived += 1
+            self.arrived.notify_all()
+            if self.vary:  # the n-th request, not only its body, picks the answer
+                digest = hashlib.sha256(digest + self.n_arrived.to_bytes(8, "little")).digest()
         if fault == "ok" and attempt == 0 and self.fail_rate > 0:
             u = int.from_bytes(digest[16:20], "little") / 2**32
             if u < self.fail_rate:
@@ -210,15 +255,38 @@ class FakeAPI:
         n_system, n_user = max(1, len(system) // 4), max(1, len(user) // 4)
         key = body.get("prompt_cache_key") or (system if path.endswith("/messages") else "")
         cached = bool(key) and digest[20] % 5 != 0
+        limit = body.get("max_output_tokens") or body.get("max_tokens") or 0
+        output = int(limit) if self.bill_max_output and limit else 60
         return {"system": n_system, "user": n_user, "cached": n_system if cached else 0,
-                "written": 0 if cached or not key else n_system, "output": 60, "reasoning": 20}
+                "written": 0 if cached or not key else n_system, "output": output,
+                "reasoning": min(20, output)}
 
 
-def _error_body(path: str, status: int, message: str) -> dict[str, Any]:
-    kind = {400: "invalid_request_error", 429: "rate_limit_error"}.get(status, "api_error")
+ERROR_TYPES = {  # status -> (Anthropic error type, OpenAI error type)
+    400: ("invalid_request_error", "invalid_request_error"),
+    401: ("authentication_error", "invalid_request_error"),
+    403: ("permission_error", "invalid_request_error"),
+    404: ("not_found_error", "invalid_request_error"),
+    429: ("rate_limit_error", "rate_limit_exceeded"),
+    529: ("overloaded_error", "server_error"),
+}
+
+
+def _error_body(path: str, status: int, message: str, code: str | None = None
+                ) -> dict[str, Any]:
+    anthropic, openai = ERROR_TYPES.get(status, ("api_error", "server_error"))
     if path.endswith("/messages"):
-        return {"type": "error", "error": {"type": kind, "message": message}}
-    return {"error": {"message": message, "type": kind, "code": None, "param": None}}
+        return {"type": "error", "error": {"type": anthropic, "message": message}}
+    return {"error": {"message": message, "type": code or openai, "code": code, "param": None}}
+
+
+FAULT_MESSAGES = {
+    "429": "slow down", "500": "boom", "529": "overloaded",
+    "quota": "You exceeded your current quota, please check your plan and billing details.",
+    "credit": "Your credit balance is too low to access the Anthropic API.",
+    "400": "invalid request", "401": "invalid api key", "403": "not allowed",
+    "404": "the model does not exist",
+}
 
 
 def _ok_body(api: FakeAPI, path: str, body: dict[str, Any], text: str, refusal: bool,
@@ -230,6 +298,7 @@ def _ok_body(api: FakeAPI, path: str, body: dict[str, Any], text: str, refusal: 
                 else {"type": "output_text", "text": text, "annotations": []})
         return {
             "id": "resp_fake", "object": "response", "created_at": 0, "status": "completed",
+            "error": None,
             "model": model, "output": [{"type": "message", "id": "msg_fake", "role": "assistant",
                                         "status": "completed", "content": [part]}],
             "usage": {"input_tokens": u["system"] + u["user"],
@@ -268,21 +337,44 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
             return
 
         def setup(self) -> None:
+            with api.arrived:
+                api.open_connections += 1
             super().setup()
             # headers and body go out in two writes; without NODELAY, Nagle + delayed ACK
             # add ~40 ms to every answer
             self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-        def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None):
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
+        def finish(self) -> None:
             try:
+                super().finish()
+            finally:
+                with api.arrived:
+                    api.open_connections -= 1
+                    api.arrived.notify_all()
+
+        def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None
+                  ) -> bool:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
                 self.wfile.write(payload)
+                self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
+                return False
+            return True
+
+        def _reset(self) -> None:
+            """Drop the connection without an answer (a reset, as a proxy or a crash does)."""
+            self.close_connection = True
+            try:
+                self.request.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                        b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                self.request.shutdown(socket.SHUT_RDWR)
+            except OSError:
                 pass
 
         def do_POST(self) -> None:  # noqa: N802 - http.server's naming
@@ -313,13 +405,18 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
                 self._send(400, json.dumps(_error_body(path, 400, "; ".join(problems))).encode())
                 return
             time.sleep(api.hang_s if fault == "timeout" else delay)
-            api.record(entry | {"status": {"429": 429, "500": 500}.get(fault, 200)})
-            if fault == "429":
-                self._send(429, json.dumps(_error_body(path, 429, "slow down")).encode(),
-                           {"Retry-After": f"{api.retry_after_s:g}"})
+            if fault == "quota" and path.endswith("/messages"):  # Anthropic's out-of-credit
+                fault = "credit"
+            status = STATUS.get(fault, 0 if fault == "reset" else 200)
+            api.record(entry | {"status": status})
+            if fault == "reset":
+                self._reset()
                 return
-            if fault == "500":
-                self._send(500, json.dumps(_error_body(path, 500, "boom")).encode())
+            if fault in STATUS:
+                code = "insufficient_quota" if fault == "quota" else None
+                headers = {"Retry-After": f"{api.retry_after_s:g}"} if fault == "429" else None
+                self._send(status, json.dumps(_error_body(path, status, FAULT_MESSAGES[fault],
+                                                          code)).encode(), headers)
                 return
             if fault == "badjson":
                 self._send(200, b'{"id": "resp_fake", "output": [')
@@ -330,7 +427,13 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
             refusal = fault == "refusal"
             if refusal:
                 text = "I can't help with trading decisions."
-            self._send(200, json.dumps(_ok_body(api, path, body, text, refusal, digest)).encode())
+            answer = _ok_body(api, path, body, text, refusal, digest)
+            if fault == "failed" and path.endswith("/responses"):  # HTTP 200, status failed
+                answer |= {"status": "failed", "output": [],
+                           "error": {"code": "server_error", "message": "model failed"}}
+            if self._send(200, json.dumps(answer).encode()):
+                with api.lock:
+                    api.answered += 1
 
     return Handler
 
@@ -345,11 +448,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fail-rate", type=float, default=0.0,
                    help="share of first attempts answered 429 or 500 (retries succeed)")
     p.add_argument("--faults", default="", help=f"comma list consumed in order: {FAULTS}")
+    p.add_argument("--fault-all", default=None, help="answer every request with this fault")
+    p.add_argument("--vary", action="store_true",
+                   help="answers differ between identical requests (as real models do)")
+    p.add_argument("--bill-max-output", action="store_true",
+                   help="bill the request's max output tokens on every call")
     p.add_argument("--seed", type=int, default=0, help="seed of the latency jitter")
     args = p.parse_args(argv)
     api = FakeAPI(args.port, args.latency, args.jitter,
                   [f for f in args.faults.split(",") if f], args.fail_rate, seed=args.seed,
-                  log_path=args.log)
+                  log_path=args.log, fault_all=args.fault_all, vary=args.vary,
+                  bill_max_output=args.bill_max_output)
     print(f"listening on {api.url}", flush=True)
     try:
         api.httpd.serve_forever()

@@ -14,14 +14,26 @@ from typing import Any
 
 from market_agents.llm.types import LLMRequest, LLMResponse, Message
 
-RETRYABLE = frozenset({"rate_limit", "server_error", "timeout", "connection", "bad_response"})
+# Transient: retried with backoff, then recorded as the request's failure (part of the record).
+RETRYABLE = frozenset({"rate_limit", "server_error", "timeout", "connection", "reset",
+                       "bad_response", "response_failed"})
+# Fatal: every further call would fail the same way and the error says nothing about the model,
+# so the run stops at once and nothing is recorded for the request.
+FATAL = frozenset({"quota", "bad_request", "auth", "not_found"})
+FATAL_NAMES = {"quota": "quota exhausted", "bad_request": "invalid request",
+               "auth": "authentication or permission refused", "not_found": "unknown model"}
 
 
 class ProviderError(Exception):
     def __init__(self, error_class: str, detail: str = "", retry_after: float | None = None):
         super().__init__(f"{error_class}: {detail}" if detail else error_class)
         self.error_class = error_class
+        self.detail = detail
         self.retry_after = retry_after
+
+    @property
+    def fatal(self) -> bool:
+        return self.error_class in FATAL
 
 
 class Provider(abc.ABC):
@@ -88,26 +100,51 @@ def retry_after_seconds(headers: Any) -> float | None:
     return None
 
 
+def error_code(exc: Exception) -> str:
+    """The provider's error code or type from an SDK error body (``insufficient_quota``,
+    ``invalid_request_error``, ...); '' when there is none. Only these short identifiers
+    are kept: messages can echo request headers."""
+    code = getattr(exc, "code", None)
+    body = getattr(exc, "body", None)
+    if not code and isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        code = inner.get("code") or inner.get("type")
+    code = str(code or "")
+    return code if code.replace("_", "").isalnum() and len(code) <= 64 else ""
+
+
 def classify_sdk_error(exc: Exception, sdk: Any) -> ProviderError:
     """Map an ``openai``/``anthropic`` SDK exception (same class names in both) to a
-    ProviderError. The message keeps the status and class only: SDK messages can echo
-    request headers, so they never reach logs or the cache."""
+    ProviderError. The message keeps the status and the provider's error code only: SDK
+    messages can echo request headers, so they never reach logs or the cache."""
     status = getattr(exc, "status_code", None)
     retry_after = retry_after_seconds(getattr(getattr(exc, "response", None), "headers", None))
     if isinstance(exc, sdk.APITimeoutError):
         return ProviderError("timeout")
     if isinstance(exc, sdk.APIConnectionError):
-        return ProviderError("connection", type(exc).__name__)
+        # could not connect at all (nothing listens, DNS) vs. a connection dropped mid-call
+        cause = type(exc.__cause__).__name__ if exc.__cause__ else ""
+        if cause in ("ConnectError", "ConnectTimeout", "gaierror", ""):
+            return ProviderError("connection", cause or type(exc).__name__)
+        return ProviderError("reset", cause)
     if isinstance(exc, sdk.APIResponseValidationError):
         return ProviderError("bad_response", type(exc).__name__)
     if isinstance(exc, sdk.APIStatusError):
+        code = error_code(exc)
+        what = f"HTTP {status}" + (f" {code}" if code else "")
+        # OpenAI: 429 insufficient_quota; Anthropic: 400 "credit balance is too low"
+        if (status == 429 and code == "insufficient_quota") or (
+                status in (400, 402) and "credit balance" in str(getattr(exc, "message", ""))):
+            return ProviderError("quota", what)
         if status == 429:
-            return ProviderError("rate_limit", f"HTTP {status}", retry_after)
-        if status is not None and status >= 500:
-            return ProviderError("server_error", f"HTTP {status}", retry_after)
+            return ProviderError("rate_limit", what, retry_after)
+        if status in (408, 409) or (status is not None and status >= 500):
+            return ProviderError("server_error", what, retry_after)  # 529: overloaded
         if status in (401, 403):
-            return ProviderError("auth", f"HTTP {status} (check the API key in .env)")
-        return ProviderError("bad_request", f"HTTP {status}")
+            return ProviderError("auth", f"{what} (check the API key in .env)")
+        if status == 404:
+            return ProviderError("not_found", what)
+        return ProviderError("bad_request", what)
     if isinstance(exc, ValueError):  # a body that is not JSON
         return ProviderError("bad_response", type(exc).__name__)
     return ProviderError("provider_error", type(exc).__name__)

@@ -5,7 +5,7 @@ hit OpenAI's prompt cache."""
 from __future__ import annotations
 
 from market_agents.llm.config import ProviderSettings
-from market_agents.llm.providers.base import SDKProvider, split_system
+from market_agents.llm.providers.base import ProviderError, SDKProvider, split_system
 from market_agents.llm.types import LLMRequest, LLMResponse, Usage
 
 
@@ -44,6 +44,10 @@ class OpenAIProvider(SDKProvider):
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         resp, latency = await self.send(self._client.responses.create, request)
+        if resp.status in ("failed", "cancelled"):
+            # HTTP 200 carrying a failed response: the provider failed, the model said nothing
+            code = getattr(getattr(resp, "error", None), "code", None) or resp.status
+            raise ProviderError("response_failed", f"status {resp.status} ({code})")
         refusal = any(
             getattr(part, "type", "") == "refusal"
             for item in resp.output or []
