@@ -1,7 +1,9 @@
 """Run one simulation into a run directory, atomically.
 
 Files are written into a temporary sibling directory that is renamed into place only when
-everything is written, so a run directory either is complete or does not exist.
+everything is written, so a run directory either is complete or does not exist; a write that
+fails (a full disk) removes the temporary directory and raises ``OSError`` naming the run
+directory.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from market_agents.atomic import naming
 from market_agents.config import Config, check_seed, config_hash, dump_yaml
 from market_agents.errors import ConfigError
 from market_agents.sim import rundir
@@ -59,23 +62,24 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
     started = time.perf_counter()
     tables = simulate(config, seed, cache, progress)
     summary = tables.pop("summary")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.resolve().parent))
-    try:
-        manifest = {
-            "config_hash": config_hash(config),
-            "git_revision": git_revision(),
-            "package_version": package_version(),
-            "seed": seed,
-            "shocks": [s.model_dump(mode="json") for s in config.shocks],
-            "treatment": config.treatment,
-            "wall_time_s": round(time.perf_counter() - started, 4),
-            **summary,
-        }
-        rundir.write_files(tmp, dump_yaml(config), tables, manifest)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with naming(out):  # a failed write names the run directory, not its temp sibling
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.resolve().parent))
+        try:
+            manifest = {
+                "config_hash": config_hash(config),
+                "git_revision": git_revision(),
+                "package_version": package_version(),
+                "seed": seed,
+                "shocks": [s.model_dump(mode="json") for s in config.shocks],
+                "treatment": config.treatment,
+                "wall_time_s": round(time.perf_counter() - started, 4),
+                **summary,
+            }
+            rundir.write_files(tmp, dump_yaml(config), tables, manifest)
+            if out.exists():
+                shutil.rmtree(out)
+            os.replace(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return out
