@@ -206,12 +206,13 @@ class Config(Strict):
         cash = (traders * max(pop.initial_cash, pop.leveraged_cash)
                 + pop.n_market_makers * pop.mm_initial_cash) / tick
         if cash > MAX_EXACT:
-            raise ValueError(f"population: the traders' cash totals {cash:.3g} ticks of "
-                             f"exchange.tick_size {tick:g}; it must stay below {MAX_EXACT:.3g}")
+            raise ValueError(f"population.initial_cash, leveraged_cash and mm_initial_cash: the "
+                             f"traders' cash totals {cash:.3g} ticks of exchange.tick_size "
+                             f"{tick:g}; it must stay below {MAX_EXACT:.3g}")
         shares = traders * pop.initial_shares + pop.n_market_makers * pop.mm_initial_shares
         if shares > MAX_EXACT:
-            raise ValueError(f"population: the traders' shares total {shares:.3g}; it must stay "
-                             f"below {MAX_EXACT:.3g}")
+            raise ValueError(f"population.initial_shares and mm_initial_shares: the traders' "
+                             f"shares total {shares:.3g}; it must stay below {MAX_EXACT:.3g}")
         sim = self.simulation
         decisions = (pop.n_market_makers * sim.ticks
                      + traders * -(-(sim.ticks - sim.burn_in) // sim.decision_interval))
