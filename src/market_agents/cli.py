@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except OSError as exc:  # nothing is half-written: the writers are atomic
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"ma {args.command}: error: {where}cannot write or read "
-              f"({one_line(exc.strerror or str(exc))})", file=sys.stderr)
+        print(f"ma {args.command}: error: {where}{one_line(exc.strerror or str(exc))}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"ma {args.command}: interrupted", file=sys.stderr)
