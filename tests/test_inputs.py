@@ -123,3 +123,16 @@ def test_the_top_level_must_be_a_mapping(tmp_path):
         read_yaml(f)
     f.write_text("")
     assert read_yaml(f) == {}
+
+
+def test_int_in_is_an_argparse_type_with_bounds():
+    import argparse
+
+    from market_agents.inputs import int_in
+
+    seeds = int_in(1, 10_000)
+    assert seeds("20") == 20
+    for text, message in [("0", r"0 is not in 1\.\.10,000"), ("1e9", r"'1e9' is not a whole"),
+                          ("100000000000", r"is not in 1\.\.10,000")]:
+        with pytest.raises(argparse.ArgumentTypeError, match=message):
+            seeds(text)

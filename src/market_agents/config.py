@@ -21,6 +21,7 @@ from market_agents.inputs import parse_yaml, read_yaml
 from market_agents.llm.config import LLMConfig
 
 MAX_SEED = 2**32 - 1
+MAX_SEEDS = 10_000  # seeds in one list (a design's cell, `ma validate`); the protocol uses 30
 MAX_TICKS = 1_000_000  # every count of ticks (run length, intervals, lifetimes) stays below
 MAX_TRADERS = 100_000
 # The exchange keeps cash in integer ticks and shares as integers, and marks wealth in floats:

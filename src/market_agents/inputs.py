@@ -18,6 +18,8 @@ Numbers are checked where they are used: every config model derives from
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +127,25 @@ def read_yaml(path: str | Path, what: str = "") -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping, got {type(data).__name__}")
     return data
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number in ``low..high`` (a count of seeds, workers).
+
+    Returns:
+        A converter that raises ``argparse.ArgumentTypeError`` otherwise, which ``ma`` prints
+        as one line naming the argument.
+    """
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not in {low}..{high:,}")
+        return value
+
+    return convert
 
 
 def _check(root: yaml.Node, where: str) -> None:

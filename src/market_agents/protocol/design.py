@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, ValidationError, model_validator
 
-from market_agents.config import MAX_SEED, Config, apply_overrides, validate
+from market_agents.config import MAX_SEED, MAX_SEEDS, Config, apply_overrides, validate
 from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
 from market_agents.inputs import read_yaml
@@ -22,7 +22,6 @@ from market_agents.protocol.planning import check_budgets
 from market_agents.protocol.tiers import label
 
 RESULTS = Path("results")
-MAX_SEEDS = 10_000  # per seed list; the protocol's largest cell has 30
 USD = Annotated[float, Field(ge=0)]
 
 
