@@ -4,7 +4,6 @@ nothing behind and raises OSError naming the file; JSON is strict."""
 from __future__ import annotations
 
 import errno
-import json
 import math
 
 import polars as pl
@@ -19,14 +18,7 @@ from market_agents.atomic import (
     write_json_atomic,
     write_parquet_atomic,
 )
-
-
-def strict_loads(text: str):
-    """json.loads that refuses NaN and Infinity, as every strict JSON reader does."""
-    def refuse(name):
-        raise ValueError(f"not strict JSON: {name}")
-
-    return json.loads(text, parse_constant=refuse)
+from tests.support import strict_loads
 
 
 def test_a_failed_write_keeps_the_old_file_and_names_the_path(tmp_path):

@@ -3,21 +3,12 @@ Infinity) reads each file that a design, a run and Bazaar's play and eval leave 
 
 from __future__ import annotations
 
-import json
-
 import polars as pl
 import pytest
 
 from market_agents.cli import main
 from market_agents.sim.rundir import SCHEMAS, TABLES, write_files
-from tests.support import ROOT
-
-
-def strict_loads(text: str):
-    def refuse(name):
-        raise ValueError(f"not strict JSON: {name}")
-
-    return json.loads(text, parse_constant=refuse)
+from tests.support import ROOT, strict_loads
 
 
 def test_every_json_file_written_is_strict(tmp_path, capsys):
