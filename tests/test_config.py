@@ -79,3 +79,72 @@ def test_shocks_must_fit_the_run():
 def test_llm_share_at_one_leaves_market_makers():
     cfg = Config.model_validate({"population": {"llm_share": 1.0}})
     assert cfg.population.n_llm == 95
+
+
+# --- issue 11: every input validated before any work -----------------------------------------
+# Each case below was tried on main at 3d92a05 and ended in a traceback, a hang or a silently
+# wrong run; each is now one ConfigError naming the file and the key.
+@pytest.mark.parametrize(("override", "message"), [
+    # OverflowError deep in the exchange
+    ("fundamentals.v0=.inf", r"fundamentals\.v0: Input should be a finite number \(got inf\)"),
+    ("population.initial_cash=.inf", r"population\.initial_cash: .*finite number"),
+    ("shocks=[{time: 100, kind: fundamental_jump, size: .inf}]",
+     r"shocks\.0\.size: .*finite number"),
+    # silently NaN fundamentals
+    ("fundamentals.sigma=.inf", r"fundamentals\.sigma: .*finite number"),
+    ("shocks=[{time: 100, kind: fundamental_jump, size: .nan}]",
+     r"shocks\.0\.size: .*finite number \(got nan\)"),
+    # a bare NaN in manifest.json
+    ("treatment.x=.nan", r"treatment\.x: Input should be a finite number \(got nan\)$"),
+    # IndexError, and a NaN share that passed the sum-to-1 check
+    ("population.llm.provider_mix={mock: .nan}",
+     r"population\.llm\.provider_mix\.mock: .*finite number"),
+    ("population.llm.provider_mix={mock: 1, openai: .nan}",
+     r"population\.llm\.provider_mix\.openai: .*finite number"),
+    # a polars TypeError after the whole simulation ran
+    ("population.initial_shares=100000000000000000000",
+     r"population\.initial_shares: integer does not fit in 64 bits"),
+    ("population.initial_shares=100000000000000000",
+     r"population\.initial_shares and mm_initial_shares: the traders' shares total 9\.5e\+18; "
+     r"it must stay below 9\.01e\+15"),
+    ("fundamentals.news_interval=10000000000000000000000", r"fundamentals\.news_interval: "),
+    ("simulation.decision_interval=10000000000000000000", r"simulation\.decision_interval: "),
+    ("exchange.max_leverage=1e300", r"exchange\.max_leverage: .*less than or equal to 100"),
+    # prices and cash that do not fit in exact integer ticks
+    ("exchange.tick_size=1e-300", r"fundamentals\.v0 475 is 4\.75e\+302 ticks"),
+    ("population.initial_cash=1e300",
+     r"population\.initial_cash, leveraged_cash and mm_initial_cash: the traders' cash "
+     r"totals 9\.5e\+303 ticks"),
+    ("fundamentals.sigma=1e300", r"fundamentals\.sigma 1e\+300 is 1e\+302 ticks"),
+    # runs that hung past 60 s
+    ("simulation.ticks=1000000", r"simulation: too long a run: 9,749,810 trader decisions"),
+    ("population.llm.providers={mock: {latency_s: 1000000000}}",
+     r"population\.llm\.providers\.mock\.latency_s: .*less than or equal to 10"),
+])
+def test_issue_11_bad_values_are_refused_naming_the_key(baseline_path, override, message):
+    with pytest.raises(ConfigError, match=r"^config/baseline\.yaml: " + message) as info:
+        load_config("config/baseline.yaml", [override])
+    assert "\n" not in str(info.value)
+
+
+def test_a_run_of_the_largest_allowed_size_is_accepted(baseline_path):
+    cfg = load_config(baseline_path, ["population.n_traders=100000"])  # 600 ticks
+    assert cfg.population.n_traders == 100_000
+    with pytest.raises(ConfigError, match=r"60,100,000 trader-ticks \(at most 60,000,000\)"):
+        load_config(baseline_path, ["population.n_traders=100000", "simulation.ticks=601"])
+
+
+def test_a_key_written_twice_in_a_config_is_refused(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("exchange:\n  halt_threshold: 0.05\n  halt_threshold: 0.10\n")
+    with pytest.raises(ConfigError, match=r"c\.yaml: exchange\.halt_threshold: key written "
+                                          r"twice \(lines 2 and 3\)"):
+        load_config(f)
+
+
+def test_a_set_given_twice_is_refused(baseline_path):
+    with pytest.raises(ConfigError, match=r"--set exchange\.halt_threshold: given twice"):
+        load_config(baseline_path, ["exchange.halt_threshold=0.05",
+                                    "exchange.halt_threshold=0.1"])
+    with pytest.raises(ConfigError, match=r"key 'exchange\.\.tick_size' has an empty part"):
+        load_config(baseline_path, ["exchange..tick_size=0.1"])

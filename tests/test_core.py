@@ -3,7 +3,7 @@
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import ValidationError
+from pydantic import ValidationError, model_validator
 
 import market_agents.config as config_mod
 import market_agents.llm.cache as cache_mod
@@ -58,3 +58,60 @@ def test_message_without_data_uses_indices_and_names_the_top_level():
     with pytest.raises(ValidationError) as info:
         _Cell.model_validate(3)
     assert validation_message(info.value).startswith("(top level): ")
+
+
+class _Numbers(Strict):
+    x: float = 0.0
+    shares: dict[str, float] = {}
+    label: dict[str, str | float | int | bool] = {}
+    count: int = 0
+    anything: dict[str, object] = {}
+
+
+NON_FINITE = st.sampled_from([float("nan"), float("inf"), float("-inf")])
+
+
+@given(NON_FINITE, st.sampled_from(["x", "shares", "label", "anything"]))
+def test_strict_refuses_non_finite_numbers_in_any_field_however_nested(value, field):
+    data = {"x": value} if field == "x" else {field: {"k": value}}
+    if field == "anything":
+        data = {field: {"k": [{"deeper": value}]}}
+    with pytest.raises(ValidationError) as info:
+        _Numbers.model_validate(data)
+    line = validation_message(info.value, data)
+    assert line.startswith(field)
+    assert "finite number" in line
+    assert ";" not in line  # a union's members are not listed one by one
+
+
+@given(st.one_of(st.integers(min_value=2**63), st.integers(max_value=-(2**63) - 1)),
+       st.sampled_from(["count", "label", "anything"]))
+def test_strict_refuses_integers_beyond_int64_anywhere(value, field):
+    data = {"count": value} if field == "count" else {field: {"k": value}}
+    with pytest.raises(ValidationError) as info:
+        _Numbers.model_validate(data)
+    line = validation_message(info.value, data)
+    assert line.startswith(field)
+    assert "does not fit in 64 bits" in line
+    assert len(line) < 200  # a huge integer is shown shortened
+
+
+def test_strict_accepts_the_int64_edges_and_finite_floats():
+    ok = _Numbers.model_validate({"count": 2**63 - 1, "label": {"a": -(2**63)}, "x": 1e308,
+                                  "anything": {"k": [1.5, {"j": 2}]}})
+    assert ok.count == 2**63 - 1
+
+
+def test_a_validators_own_message_stands_alone():
+    class _Checked(Strict):
+        n: int = 0
+
+        @model_validator(mode="after")
+        def _positive(self):
+            if self.n < 0:
+                raise ValueError("n: must be positive")
+            return self
+
+    with pytest.raises(ValidationError) as info:
+        _Checked.model_validate({"n": -1})
+    assert validation_message(info.value) == "n: must be positive"

@@ -32,6 +32,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
                "config"),
     "commands": ("testing",),
     "config": ABOVE_ENGINE,
+    # reading user input sits just above the bottom layer: it may name errors, nothing more
+    "inputs": (*ENGINE, *ABOVE_ENGINE, "llm", "config", "bazaar", "atomic", "rng"),
 }
 # Bazaar's engine also stands apart from the LLM layer (llm_eval.py is its bridge).
 BAZAAR_ENGINE = ("engine", "policies", "anchors", "exploits", "parser", "scenario", "tiers",

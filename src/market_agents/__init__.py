@@ -15,6 +15,8 @@ checks it)::
     market/ agents/    the exchange and fundamentals; classical and LLM traders
     llm/               the LLM layer: providers, cache, pricing, runtime caps (no market)
     config.py          the simulation config (pydantic), hashed for provenance
+    inputs.py          reading what users give: UTF-8 text files, strict YAML (no duplicate
+                       keys, size and alias limits); imports only errors.py
     core.py errors.py rng.py atomic.py   the bottom layer: imports nothing from the package
     bazaar/            the Bazaar environment (its engine stands alone; llm_eval bridges to llm/)
     testing/           the fake provider HTTP server for tests and benchmarks (never imported

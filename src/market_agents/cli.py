@@ -1,12 +1,15 @@
 """``ma``: the command line. Each subcommand lives in ``market_agents.commands.<name>`` and
-exposes ``register(subparsers)``; this file only dispatches and turns named errors into one
-clear line on stderr with exit code 2."""
+exposes ``register(subparsers)``; this file only dispatches and is the one error boundary:
+a named error (bad input), an ``OSError`` (a full disk, a lost permission: the writers in
+``market_agents.atomic`` name the file) and a bad argument each become one line on stderr and
+exit code 2, never a traceback."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from market_agents.errors import MarketAgentsError
 
@@ -16,9 +19,21 @@ COMMANDS = ["run", "validate", "plot", "outcomes", "gather", "summary", "sensiti
             "bazaar"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line (with where to find the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def one_line(message: str) -> str:
+    """``message`` with every run of whitespace, newlines included, as one space."""
+    return " ".join(message.split())
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """All subcommands, or just ``only``: importing one command's module keeps start-up fast."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ma",
         description="market_agents: an artificial stock market with LLM traders. "
         "Every run is reproducible from a config, a seed and a response cache.",
@@ -37,7 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except MarketAgentsError as exc:
-        print(f"ma {args.command}: error: {exc}", file=sys.stderr)
+        print(f"ma {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # nothing is half-written: the writers are atomic
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"ma {args.command}: error: {where}{one_line(exc.strerror or str(exc))}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"ma {args.command}: interrupted", file=sys.stderr)

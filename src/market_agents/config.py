@@ -17,16 +17,31 @@ from pydantic import Field, ValidationError, model_validator
 
 from market_agents.core import Strict, canonical_json, validation_message
 from market_agents.errors import ConfigError
+from market_agents.inputs import parse_yaml, read_yaml
 from market_agents.llm.config import LLMConfig
 
 MAX_SEED = 2**32 - 1
+MAX_SEEDS = 10_000  # seeds in one list (a design's cell, `ma validate`); the protocol uses 30
+MAX_TICKS = 1_000_000  # every count of ticks (run length, intervals, lifetimes) stays below
+MAX_TRADERS = 100_000
+# The exchange keeps cash in integer ticks and shares as integers, and marks wealth in floats:
+# totals up to 2**53 are exact in both (and far inside the tables' int64).
+MAX_EXACT = 2**53
+# How long one run may be, refused up front so that no config runs for days: trader decisions
+# (makers every tick, the others every decision_interval; 25-100 us each with their order log)
+# and trader-ticks (every account is looked at each tick). Both limits are a few minutes of CPU
+# and a few GiB: the largest protocol cell takes about 30,000 decisions and 600,000 trader-ticks,
+# the N = 10,000 benchmark 275,000 and 6,000,000; 100,000 traders x 600 ticks still fit.
+MAX_DECISIONS = 5_000_000
+MAX_TRADER_TICKS = 60_000_000
 
 
 class SimulationConfig(Strict):
-    ticks: int = Field(default=600, ge=10, le=1_000_000)
-    burn_in: int = Field(default=50, ge=0)
-    decision_interval: int = Field(default=20, ge=1)
-    history: int = Field(default=20, ge=2, description="recent prices shown to traders")
+    ticks: int = Field(default=600, ge=10, le=MAX_TICKS)
+    burn_in: int = Field(default=50, ge=0, le=MAX_TICKS)
+    decision_interval: int = Field(default=20, ge=1, le=MAX_TICKS)
+    history: int = Field(default=20, ge=2, le=MAX_TICKS, description="recent prices shown to "
+                         "traders")
 
     @model_validator(mode="after")
     def _burn_in_fits(self) -> SimulationConfig:
@@ -55,7 +70,7 @@ class FundamentalsConfig(Strict):
     jump_df: float | None = Field(
         default=3.0, gt=2, description="Student-t degrees of freedom of jumps; null: Gaussian"
     )
-    news_interval: int = Field(default=10, ge=1)
+    news_interval: int = Field(default=10, ge=1, le=MAX_TICKS)
     factor_loading: list[float] | None = None
 
     @model_validator(mode="after")
@@ -73,14 +88,18 @@ class FundamentalsConfig(Strict):
 
 class ExchangeConfig(Strict):
     mechanism: Literal["book", "call_auction"] = "book"
-    auction_interval: int = Field(default=5, ge=1, description="ticks between call auctions")
+    auction_interval: int = Field(default=5, ge=1, le=MAX_TICKS,
+                                  description="ticks between call auctions")
     tick_size: float = Field(default=0.01, gt=0)
-    order_ttl: int = Field(default=20, ge=1, description="ticks a resting order lives")
+    order_ttl: int = Field(default=20, ge=1, le=MAX_TICKS,
+                           description="ticks a resting order lives")
     halt_threshold: float | None = Field(default=None, gt=0, lt=1)
-    halt_window: int = Field(default=10, ge=1)
-    halt_ticks: int = Field(default=20, ge=1)
-    position_limit: int | None = Field(default=None, ge=1)
-    max_leverage: float = Field(default=4.0, ge=1.0, description="for leveraged traders")
+    halt_window: int = Field(default=10, ge=1, le=MAX_TICKS)
+    halt_ticks: int = Field(default=20, ge=1, le=MAX_TICKS)
+    position_limit: int | None = Field(default=None, ge=1, le=MAX_EXACT)
+    max_leverage: float = Field(default=4.0, ge=1.0, le=100.0, description="for leveraged "
+                                "traders (positions are integers: a larger multiple of equity "
+                                "would overflow them)")
     maintenance_margin: float = Field(default=0.22, gt=0, lt=1)
 
 
@@ -105,7 +124,7 @@ ClassicalType = Literal["fundamentalist", "trend", "noise", "leveraged", "statar
 
 
 class PopulationConfig(Strict):
-    n_traders: int = Field(default=100, ge=2, le=100_000)
+    n_traders: int = Field(default=100, ge=2, le=MAX_TRADERS)
     n_market_makers: int = Field(default=5, ge=1)
     llm_share: float = Field(default=0.0, ge=0, le=1)
     mix: MixConfig = Field(default_factory=MixConfig)
@@ -169,39 +188,68 @@ class Config(Strict):
                 raise ValueError(f"shocks.{i}.asset {s.asset} does not exist")
         if self.population.mix.statarb > 0 and self.fundamentals.n_assets < 2:
             raise ValueError("population.mix.statarb needs fundamentals.n_assets: 2")
+        self._fits_the_engine()
         return self
+
+    def _fits_the_engine(self) -> None:
+        """Refuse up front what the engine cannot hold or finish: prices and cash beyond exact
+        integer ticks, share totals beyond exact integers, and runs of astronomical length."""
+        pop, tick = self.population, self.exchange.tick_size
+        traders = pop.n_traders - pop.n_market_makers
+        prices = {"fundamentals.v0": self.fundamentals.v0, "fundamentals.sigma":
+                  self.fundamentals.sigma, "fundamentals.jump_sigma": self.fundamentals.jump_sigma,
+                  **{f"shocks.{i}.size": abs(s.size) for i, s in enumerate(self.shocks)}}
+        for key, value in prices.items():
+            if value / tick > MAX_EXACT:
+                raise ValueError(f"{key} {value:g} is {value / tick:.3g} ticks of "
+                                 f"exchange.tick_size {tick:g}; prices must stay below "
+                                 f"{MAX_EXACT:.3g} ticks")
+        cash = (traders * max(pop.initial_cash, pop.leveraged_cash)
+                + pop.n_market_makers * pop.mm_initial_cash) / tick
+        if cash > MAX_EXACT:
+            raise ValueError(f"population.initial_cash, leveraged_cash and mm_initial_cash: the "
+                             f"traders' cash totals {cash:.3g} ticks of exchange.tick_size "
+                             f"{tick:g}; it must stay below {MAX_EXACT:.3g}")
+        shares = traders * pop.initial_shares + pop.n_market_makers * pop.mm_initial_shares
+        if shares > MAX_EXACT:
+            raise ValueError(f"population.initial_shares and mm_initial_shares: the traders' "
+                             f"shares total {shares:.3g}; it must stay below {MAX_EXACT:.3g}")
+        sim = self.simulation
+        decisions = (pop.n_market_makers * sim.ticks
+                     + traders * -(-(sim.ticks - sim.burn_in) // sim.decision_interval))
+        trader_ticks = pop.n_traders * sim.ticks
+        if decisions > MAX_DECISIONS or trader_ticks > MAX_TRADER_TICKS:
+            raise ValueError(
+                f"simulation: too long a run: {decisions:,} trader decisions "
+                f"({pop.n_market_makers} makers x {sim.ticks} ticks + {traders} traders every "
+                f"{sim.decision_interval} ticks; at most {MAX_DECISIONS:,}) and "
+                f"{trader_ticks:,} trader-ticks (at most {MAX_TRADER_TICKS:,}); shorten the "
+                "run, use fewer traders or a longer decision_interval")
 
 
 # --- loading, overrides, hashing -------------------------------------------------------------
 
 
-def read_yaml(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: malformed YAML: {exc}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: top level must be a mapping, got {type(data).__name__}")
-    return data
-
-
 def parse_set(item: str) -> tuple[str, Any]:
     """``a.b=VALUE`` with VALUE parsed as YAML (so ``{openai: 1.0}`` is a mapping)."""
     key, sep, raw = item.partition("=")
-    if not sep or not key.strip():
+    key = key.strip()
+    if not sep or not key:
         raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"--set {item!r}: value is not valid YAML: {exc}") from None
-    return key.strip(), value
+    if "" in key.split("."):
+        raise ConfigError(f"--set {item!r}: key {key!r} has an empty part")
+    return key, parse_yaml(raw, f"--set {item!r}") if raw.strip() else None
+
+
+def parse_sets(items: list[str]) -> dict[str, Any]:
+    """Every ``--set``; a key given twice is refused (which one should win?)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, value = parse_set(item)
+        if key in out:
+            raise ConfigError(f"--set {key}: given twice")
+        out[key] = value
+    return out
 
 
 def apply_overrides(data: dict[str, Any], overrides: dict[str, Any], where: str) -> dict[str, Any]:
@@ -231,7 +279,7 @@ def validate(data: dict[str, Any], where: str) -> Config:
 
 def load_config(path: str | Path, sets: list[str] | None = None) -> Config:
     data = read_yaml(path)
-    overrides = dict(parse_set(s) for s in sets or [])
+    overrides = parse_sets(sets or [])
     return validate(apply_overrides(data, overrides, str(path)), str(path))
 
 

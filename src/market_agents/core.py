@@ -3,16 +3,24 @@
 
 - :func:`canonical_json` feeds both the simulation's ``config_hash`` and the LLM cache key: one
   definition, so the two can never drift.
-- :class:`Strict` is the base of every config model: unknown keys are errors, not ignored.
+- :class:`Strict` is the base of every config model: unknown keys are errors, not ignored,
+  every number is finite and every integer fits in 64 bits (one rule for every config, override,
+  design, shock and price table, however deeply a number is nested).
 - :func:`validation_message` turns a pydantic error into the one line a user sees.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+INT64 = (-(2**63), 2**63 - 1)
+# pydantic reports a value that fails every member of a union once per member, the member's
+# type last in the key path (``treatment.x.str``); these are the member names it uses.
+_UNION_MEMBERS = {"str", "float", "int", "bool", "list[int]", "list[str]", "list[float]", "none"}
 
 
 def canonical_json(obj: Any) -> str:
@@ -28,9 +36,43 @@ def canonical_json(obj: Any) -> str:
 
 
 class Strict(BaseModel):
-    """A pydantic model that refuses keys it does not declare (a typo is an error)."""
+    """A pydantic model that refuses what no run can use: keys it does not declare (a typo),
+    NaN and infinities in any float field, nested or not (``allow_inf_nan=False``), and
+    integers outside int64 anywhere in a field's value (the engine's tables store int64)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _numbers_fit(cls, value: Any) -> Any:
+        _check_numbers(value, "")
+        return value
+
+
+def _check_numbers(value: Any, path: str) -> None:
+    """Integers within int64 and floats finite, in a field's value however it nests (fields
+    typed ``Any``, such as a design's overrides, are checked here too)."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if not INT64[0] <= value <= INT64[1]:
+            raise ValueError(f"{path}: integer {_short(value)} does not fit in 64 bits"
+                             if path else "integer does not fit in 64 bits")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{path + ': ' if path else ''}{value} is not a finite number")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_numbers(k, path)
+            _check_numbers(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_numbers(v, f"{path}.{i}" if path else str(i))
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit // 2]}...{text[-8:]} ({len(text)} chars)"
 
 
 def validation_message(exc: ValidationError, data: Any = None) -> str:
@@ -45,7 +87,7 @@ def validation_message(exc: ValidationError, data: Any = None) -> str:
         One line; the offending value is shown unless it is a mapping or a list.
     """
     parts = []
-    for err in exc.errors():
+    for err in _collapse_unions(exc.errors()):
         keys: list[str] = []
         node = data
         for key in err["loc"]:
@@ -56,9 +98,32 @@ def validation_message(exc: ValidationError, data: Any = None) -> str:
                 keys.append(str(key))
             node = item
         got = err.get("input")
-        shown = "" if isinstance(got, (dict, list)) else f" (got {got!r})"
-        parts.append(f"{'.'.join(keys) or '(top level)'}: {err['msg']}{shown}")
-    return "; ".join(parts)
+        shown = "" if isinstance(got, (dict, list)) else f" (got {_short(got)})"
+        # a validator's own message names its keys: drop pydantic's "Value error, " and, at
+        # the top level, the "(top level)" that would stand before it
+        own = err["type"] == "value_error"
+        msg = str(err["ctx"]["error"]) if own else err["msg"]
+        where = ".".join(keys) or ("" if own else "(top level)")
+        part = f"{where + ': ' if where else ''}{msg}{shown}"
+        if part not in parts:
+            parts.append(part)
+    return " ".join("; ".join(parts).split())
+
+
+def _collapse_unions(errors: list[Any]) -> list[Any]:
+    """A non-finite number fails every member of a union (``str | float | int | bool``): report
+    it once, at the key, as not finite, instead of once per member."""
+    finite = {tuple(e["loc"][:-1]) for e in errors if e["type"] == "finite_number"
+              and e["loc"] and e["loc"][-1] in _UNION_MEMBERS}
+    out = []
+    for e in errors:
+        loc = tuple(e["loc"])
+        if loc[:-1] in finite and loc and loc[-1] in _UNION_MEMBERS:
+            if e["type"] == "finite_number":
+                out.append({**e, "loc": loc[:-1]})
+            continue
+        out.append(e)
+    return out
 
 
 def _child(node: Any, key: str | int) -> Any:

@@ -259,3 +259,37 @@ def test_bad_seed_string_and_unknown_design_key(tmp_path):
                                                    "seeds": "one-two"}]))
     with pytest.raises(ConfigError, match=r"bad.yaml: celss: Extra inputs"):
         load_design(write_design(tmp_path, celss=[]))
+
+
+# issue 11: seeds are bounded before a range is expanded (a MemoryError on main), and numbers
+# anywhere in a design (overrides, treatment labels, planning, budgets) are finite.
+@pytest.mark.parametrize(("seeds", "message"), [
+    ("0-999999999999", r"seeds '0-999999999999': expected an upward range within 0\.\.4294967295"),
+    ("1-100000", r"seeds '1-100000': more than 10,000 seeds"),
+    ("5-1", r"seeds '5-1': expected an upward range"),
+    ([2**32], r"seeds must be in 0\.\.4294967295"),
+    ([2**70], r"seeds: 0: integer 1180591620717411303424 does not fit in 64 bits"),
+])
+def test_seed_lists_are_bounded(tmp_path, seeds, message):
+    path = write_design(tmp_path, cells=[{"name": "share_5", "tier": "T1", "seeds": seeds}])
+    with pytest.raises(ConfigError, match=r"bad\.yaml: .*" + message):
+        load_design(path)
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"cells": [{"name": "share_5", "tier": "T1", "seeds": [1],
+                 "overrides": {"fundamentals.sigma": float("nan")}}]},
+     r"cells\.\[share_5\]\.overrides: fundamentals\.sigma: nan is not a finite number"),
+    ({"cells": [{"name": "share_5", "tier": "T1", "seeds": [1],
+                 "treatment": {"x": float("nan")}}]},
+     r"cells\.\[share_5\]\.treatment\.x: Input should be a finite number"),
+    ({"planning": {"usd_per_decision": {"gpt-5.4-nano": float("inf")}}},
+     r"planning\.usd_per_decision\.gpt-5\.4-nano: Input should be a finite number"),
+    ({"planning": {"usd_per_decision": {"gpt-5.4-nano": -0.0005}}},
+     r"planning\.usd_per_decision\.gpt-5\.4-nano: Input should be greater than or equal to 0"),
+    ({"budget": {"cap_usd": 40.0, "tiers": {"T1": float("nan")}}},
+     r"budget\.tiers\.T1: Input should be a finite number"),
+])
+def test_numbers_in_a_design_are_finite(tmp_path, changes, message):
+    with pytest.raises(ConfigError, match=r"bad\.yaml: " + message):
+        load_design(write_design(tmp_path, **changes))

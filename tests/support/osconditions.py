@@ -5,6 +5,7 @@ tmpfs in a private mount namespace, or a file-size limit where namespaces are no
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import resource
 import shlex
@@ -39,15 +40,19 @@ def shared_tmp() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+@functools.cache
 def _namespace_prefix() -> list[str] | None:
     """How to get a private mount namespace here: `unshare -m` as root, `unshare -rm` (a user
     namespace) otherwise; None when neither is allowed."""
     for prefix in (["unshare", "-m"], ["unshare", "-rm"]):
         if prefix == ["unshare", "-m"] and os.geteuid() != 0:
             continue
-        probe = subprocess.run([*prefix, "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt "
-                                "2>/dev/null || mount -t tmpfs -o size=64k tmpfs /tmp"],
-                               capture_output=True, timeout=60)
+        try:
+            probe = subprocess.run([*prefix, "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt "
+                                    "2>/dev/null || mount -t tmpfs -o size=64k tmpfs /tmp"],
+                                   capture_output=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            continue
         if probe.returncode == 0:
             return prefix
     return None
@@ -72,3 +77,28 @@ def run_on_full_disk(cmd: list[str], mount: Path, **kw) -> subprocess.CompletedP
 
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, preexec_fn=limit,
                           **kw)
+
+
+def tmpfs_available() -> bool:
+    """Whether :func:`run_on_tmpfs` can mount a tmpfs here."""
+    return _namespace_prefix() is not None
+
+
+def run_on_tmpfs(cmd: list[str], mount: Path, size_kb: int,
+                 **kw) -> subprocess.CompletedProcess:
+    """Run ``cmd`` with a fresh ``size_kb`` kB tmpfs on ``mount``. The tmpfs goes away with the
+    namespace, so what the command left on it is listed right after it (:func:`listed_files`);
+    the exit code is the command's."""
+    prefix = _namespace_prefix()
+    assert prefix is not None, "no mount namespace here: check tmpfs_available() first"
+    mount.mkdir(parents=True, exist_ok=True)
+    script = (f"mount -t tmpfs -o size={size_kb}k tmpfs {shlex.quote(str(mount))} && "
+              + shlex.join(cmd) + "; rc=$?; echo '--- files'; "
+              f"find {shlex.quote(str(mount))} -mindepth 1 | sort; exit $rc")
+    return subprocess.run([*prefix, "sh", "-c", script], capture_output=True, text=True,
+                          timeout=300, **kw)
+
+
+def listed_files(proc: subprocess.CompletedProcess) -> list[Path]:
+    """The files :func:`run_on_tmpfs` found on the tmpfs after the command."""
+    return [Path(line) for line in proc.stdout.split("--- files\n", 1)[1].splitlines()]

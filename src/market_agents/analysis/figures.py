@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
+from market_agents.atomic import write_atomic
 from market_agents.errors import ConfigError
 from market_agents.sim.rundir import MANIFEST_FILE, table_file
 
@@ -88,8 +89,10 @@ def design_figure(outcomes: str | Path, outcome: str, out: str | Path) -> Path:
 
 
 def _save(fig, out: Path, plt) -> Path:
-    out.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    try:
+        write_atomic(out, lambda fh: fig.savefig(fh, dpi=120, format=out.suffix.lstrip(".")
+                                                 or "png"))
+    finally:
+        plt.close(fig)
     return out

@@ -12,7 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
-from market_agents.atomic import write_json_atomic
+from market_agents.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
 from market_agents.bazaar import mock_agent
 from market_agents.bazaar.anchors import HONEST_ANCHOR, run_policy
 from market_agents.bazaar.engine import BazaarEnv
@@ -150,18 +150,15 @@ def write_outputs(out: Path, tier: Tier, provider: str, model: str, split: str,
                   episodes: list[dict], usage: dict) -> dict:
     import polars as pl
 
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "transcripts.jsonl.tmp", "w") as f:
-        for ep in episodes:
-            f.write(json.dumps({"tier": tier.name, "provider": provider, "model": model,
-                                "seed": ep["seed"], "messages": ep["messages"],
-                                "transcript": ep["transcript"], "llm": ep["llm"]},
-                               separators=(",", ":")) + "\n")
-    (out / "transcripts.jsonl.tmp").replace(out / "transcripts.jsonl")
+    write_text_atomic(out / "transcripts.jsonl", "".join(
+        json.dumps({"tier": tier.name, "provider": provider, "model": model,
+                    "seed": ep["seed"], "messages": ep["messages"],
+                    "transcript": ep["transcript"], "llm": ep["llm"]},
+                   separators=(",", ":"), allow_nan=False) + "\n" for ep in episodes))
     rows = [{"tier": tier.name, "provider": provider, "model": model,
              **{k: v for k, v in ep.items() if k not in ("messages", "transcript", "llm")}}
             for ep in episodes]
-    pl.DataFrame(rows).write_parquet(out / "scores.parquet")
+    write_parquet_atomic(out / "scores.parquet", pl.DataFrame(rows))
     seeds = [ep["seed"] for ep in episodes]
     anchor = HONEST_ANCHOR[tier.name]
     anchor_eps = run_policy(tier.name, anchor, seeds)

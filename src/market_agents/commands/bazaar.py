@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from market_agents.atomic import write_json_atomic
+from market_agents.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
 from market_agents.errors import ConfigError
 
 
@@ -99,7 +99,7 @@ def cmd_anchors(args: argparse.Namespace) -> int:
         out = Path(args.out)
         write_json_atomic(out / "anchors.json",
                           {"seeds": args.seeds, "rows": rows, "claims": claims})
-        pl.DataFrame(rows).write_parquet(out / "anchors.parquet")
+        write_parquet_atomic(out / "anchors.parquet", pl.DataFrame(rows))
     return 0 if all(c["ok"] for c in claims) else 1
 
 
@@ -129,15 +129,14 @@ def cmd_play(args: argparse.Namespace) -> int:
 
     _tier_list(args.tier)
     result = play_policy(args.tier, args.seed, args.policy)
-    lines = [json.dumps(r, separators=(",", ":")) for r in result["transcript"]]
+    lines = [json.dumps(r, separators=(",", ":"), allow_nan=False) for r in result["transcript"]]
     for r in result["transcript"]:
         print(f"> {r['message']}\n{r['observation']}")
     print(f"score {result['score']:.4f}  reward {result['reward']:.4f}  "
           f"end {result['termination']}")
     if args.out:
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "transcript.jsonl").write_text("\n".join(lines) + "\n")
+        write_text_atomic(out / "transcript.jsonl", "\n".join(lines) + "\n")
         write_json_atomic(out / "summary.json",
                     {k: v for k, v in result.items() if k != "transcript"})
     return 0

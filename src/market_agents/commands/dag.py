@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from market_agents.atomic import write_text_atomic
 from market_agents.errors import ConfigError
 from market_agents.pipeline.dagrender import mermaid, parse_dot, render_svg
 
@@ -35,9 +36,8 @@ def _run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise ConfigError(f"{args.dot}: cannot read ({exc.strerror})") from None
     nodes, edges = parse_dot(text)
-    args.svg.parent.mkdir(parents=True, exist_ok=True)
-    args.svg.write_text(render_svg(text, args.engine))
+    write_text_atomic(args.svg, render_svg(text, args.engine))
     if args.mermaid:
-        args.mermaid.write_text(mermaid(nodes, edges))
+        write_text_atomic(args.mermaid, mermaid(nodes, edges))
     print(f"{args.svg}: {len(nodes)} nodes, {len(edges)} edges")
     return 0

@@ -7,7 +7,8 @@ import json
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 
-from market_agents.config import load_config
+from market_agents.config import MAX_SEED, MAX_SEEDS, load_config
+from market_agents.inputs import int_in
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,9 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Exit code 1 if a target is missed.",
     )
     p.add_argument("config", nargs="?", default="config/baseline.yaml")
-    p.add_argument("--seeds", type=int, default=20, help="number of seeds (default 20)")
-    p.add_argument("--first-seed", type=int, default=1)
-    p.add_argument("--workers", type=int, default=2, help="parallel processes")
+    p.add_argument("--seeds", type=int_in(1, MAX_SEEDS), default=20,
+                   help=f"number of seeds (default 20, at most {MAX_SEEDS:,})")
+    p.add_argument("--first-seed", type=int_in(0, MAX_SEED), default=1)
+    p.add_argument("--workers", type=int_in(1, 256), default=2, help="parallel processes")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=main)
@@ -44,8 +46,9 @@ def main(args: argparse.Namespace) -> int:
     from market_agents.analysis.stylized import TARGETS, verdict
     from market_agents.errors import ConfigError
 
-    if args.seeds < 1:
-        raise ConfigError(f"--seeds {args.seeds}: must be at least 1")
+    if args.first_seed + args.seeds - 1 > MAX_SEED:
+        raise ConfigError(f"--first-seed {args.first_seed} --seeds {args.seeds}: the last seed "
+                          f"is past {MAX_SEED}")
     load_config(args.config, args.sets)  # fail fast on a bad config
     jobs = [(args.config, args.sets, s) for s in range(args.first_seed,
                                                        args.first_seed + args.seeds)]

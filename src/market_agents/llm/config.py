@@ -32,10 +32,12 @@ class ProviderSettings(Strict):
     api_key_env: str | None = None
     usd_cap: float | None = Field(default=None, ge=0, description="per-provider cap per run")
     max_concurrency: int = Field(default=8, ge=1, le=256)
-    timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: float = Field(default=60.0, gt=0, le=600)
     max_retries: int = Field(default=4, ge=0, le=20)
-    backoff_s: float = Field(default=0.5, ge=0, description="first retry wait; doubles, ≤ 30 s")
-    latency_s: float = Field(default=0.0, ge=0, description="mock only: simulated latency")
+    backoff_s: float = Field(default=0.5, ge=0, le=30, description="first retry wait; doubles, "
+                             "≤ 30 s")
+    latency_s: float = Field(default=0.0, ge=0, le=10, description="mock only: simulated "
+                             "latency per call (real providers answer in seconds)")
     invalid_rate: float = Field(default=0.05, ge=0, le=1, description="mock only")
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from market_agents.atomic import write_atomic
 from market_agents.errors import ConfigError
 from market_agents.llm import prompting, schema
 
@@ -140,11 +141,10 @@ class DecisionLibrary:
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("wb") as fh:
-            np.savez(fh, x=self.x, action=self.action, qty=self.qty, market=self.market,
-                     offset=self.offset, error=self.error.astype(str),
-                     meta=np.array(json.dumps(self.meta, sort_keys=True)))
+        write_atomic(path, lambda fh: np.savez(
+            fh, x=self.x, action=self.action, qty=self.qty, market=self.market,
+            offset=self.offset, error=self.error.astype(str),
+            meta=np.array(json.dumps(self.meta, sort_keys=True, allow_nan=False))))
         return path
 
     @classmethod

@@ -9,11 +9,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import Field, ValidationError, field_validator
 
 from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
+from market_agents.inputs import read_yaml
 from market_agents.llm.types import Usage
 
 DEFAULT_PATH = Path(__file__).resolve().parents[3] / "config" / "prices.yaml"
@@ -90,14 +90,7 @@ def load_prices(path: str | Path | None = None) -> PriceTable:
 
 @lru_cache(maxsize=8)
 def _load(path: str) -> PriceTable:
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read price table ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: malformed YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: top level must be a mapping")
+    data = read_yaml(path, "price table")
     try:
         return PriceTable.model_validate({**data, "path": path})
     except ValidationError as exc:

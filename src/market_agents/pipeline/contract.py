@@ -20,9 +20,10 @@ from typing import Any, Literal
 import polars as pl
 from pydantic import Field, ValidationError
 
-from market_agents.config import read_yaml
+from market_agents.atomic import json_text, write_text_atomic
 from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
+from market_agents.inputs import read_yaml
 from market_agents.pipeline.workflow_config import DEFAULTS
 
 Mode = Literal["sanity", "pilot", "full"]
@@ -107,9 +108,9 @@ def execute(spec: RunSpec, mode: str, workdir: Path = Path(".")) -> Path:
             raise ConfigError(f"{src} does not exist: target {spec.target!r} does not produce "
                               f"design {design!r}; fix designs in config/run/{spec.run_id}.yaml")
         shutil.copy2(src, inputs / f"{design}.parquet")
-    (out / "run.json").write_text(json.dumps(
+    write_text_atomic(out / "run.json", json_text(
         {"run_id": spec.run_id, "mode": mode, "target": spec.target, "command": cmd[1:]},
-        indent=2) + "\n")
+        indent=2))
     return out
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
+from market_agents.atomic import write_text_atomic
 from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
 from market_agents.llm.config import TokenProfile
@@ -112,6 +113,6 @@ def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
     written = []
     for name, schema in schemas().items():
         path = directory / name
-        path.write_text(render_schema(schema))
+        write_text_atomic(path, render_schema(schema))
         written.append(path)
     return written

@@ -10,24 +10,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, ValidationError, model_validator
 
-from market_agents.config import Config, apply_overrides, read_yaml, validate
+from market_agents.config import MAX_SEED, MAX_SEEDS, Config, apply_overrides, validate
 from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
+from market_agents.inputs import read_yaml
 from market_agents.protocol.planning import check_budgets
 from market_agents.protocol.tiers import label
 
 RESULTS = Path("results")
+USD = Annotated[float, Field(ge=0)]
 
 
 class CellSpec(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_]+$")
     tier: str | None = None
     seeds: list[int] | str | None = None
-    n_seeds: int | None = Field(default=None, ge=1, description="the first n of the seed pool")
+    n_seeds: int | None = Field(default=None, ge=1, le=MAX_SEEDS,
+                                description="the first n of the seed pool")
     overrides: dict[str, Any] = Field(default_factory=dict)
     treatment: dict[str, str | float | int | bool] = Field(default_factory=dict)
     unavailable: str | None = Field(default=None, description="why the cell cannot run yet")
@@ -38,14 +41,14 @@ class Planning(Strict):
     """The protocol's planning convention: USD per decision by model (§4, §5.2) and, unless
     set, decisions per agent = floor((ticks - burn_in) / decision_interval) (= 27)."""
 
-    usd_per_decision: dict[str, float] = Field(default_factory=dict)
+    usd_per_decision: dict[str, USD] = Field(default_factory=dict)
     decisions_per_agent: int | None = Field(default=None, ge=1)
 
 
 class BudgetSpec(Strict):
     cap_usd: float | None = Field(default=None, ge=0, description="project or pilot cap")
-    tiers: dict[str, float] = Field(default_factory=dict, description="USD per tier")
-    reserved_usd: dict[str, float] = Field(default_factory=dict, description="e.g. pilot")
+    tiers: dict[str, USD] = Field(default_factory=dict, description="USD per tier")
+    reserved_usd: dict[str, USD] = Field(default_factory=dict, description="e.g. pilot")
 
 
 class DesignSpec(Strict):
@@ -69,23 +72,29 @@ class DesignSpec(Strict):
 
 
 def parse_seeds(value: list[int] | str, where: str) -> list[int]:
-    """A list of ints, or a string such as ``"101-130"`` or ``"1-3,7"``."""
-    if isinstance(value, list):
-        seeds = list(value)
-    else:
-        seeds = []
-        for part in str(value).split(","):
-            lo, sep, hi = part.strip().partition("-")
-            try:
-                seeds += list(range(int(lo), int(hi) + 1)) if sep else [int(lo)]
-            except ValueError:
-                raise ConfigError(f"{where}: seeds {value!r}: expected e.g. '1-3,7'") from None
+    """A list of ints, or a string such as ``"101-130"`` or ``"1-3,7"``: at most
+    :data:`MAX_SEEDS` seeds, each in 0..MAX_SEED (a range is checked before it is expanded)."""
+    seeds = list(value) if isinstance(value, list) else []
+    for part in [] if isinstance(value, list) else str(value).split(","):
+        lo, sep, hi = part.strip().partition("-")
+        try:
+            first, last = int(lo), int(hi) if sep else int(lo)
+        except ValueError:
+            raise ConfigError(f"{where}: seeds {value!r}: expected e.g. '1-3,7'") from None
+        if not 0 <= first <= last <= MAX_SEED:
+            raise ConfigError(f"{where}: seeds {part.strip()!r}: expected an upward range "
+                              f"within 0..{MAX_SEED}")
+        if len(seeds) + last - first + 1 > MAX_SEEDS:
+            raise ConfigError(f"{where}: seeds {value!r}: more than {MAX_SEEDS:,} seeds")
+        seeds += range(first, last + 1)
     if not seeds:
         raise ConfigError(f"{where}: empty seed list")
+    if len(seeds) > MAX_SEEDS:
+        raise ConfigError(f"{where}: {len(seeds):,} seeds, more than {MAX_SEEDS:,}")
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"{where}: seed list {value!r} repeats a seed")
-    if any(s < 0 for s in seeds):
-        raise ConfigError(f"{where}: seeds must be >= 0")
+    if any(not 0 <= s <= MAX_SEED for s in seeds):
+        raise ConfigError(f"{where}: seeds must be in 0..{MAX_SEED}")
     return seeds
 
 

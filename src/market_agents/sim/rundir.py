@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import yaml
 
+from market_agents.atomic import json_text
 from market_agents.errors import MarketAgentsError
+from market_agents.inputs import read_yaml
 
 CONFIG_FILE = "config.yaml"
 MANIFEST_FILE = "manifest.json"
@@ -79,12 +80,12 @@ def write_files(path: Path, config_yaml: str, tables: dict[str, pl.DataFrame],
     """Write every file of a run into ``path`` (the runner's temporary directory).
 
     Parquet files carry no statistics or compression metadata that could vary, so identical
-    data gives identical bytes.
+    data gives identical bytes. The manifest is strict JSON (no NaN or infinities).
     """
     (path / CONFIG_FILE).write_text(config_yaml)
     for name in TABLES:
         tables[name].write_parquet(path / table_file(name), statistics=False)
-    (path / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    (path / MANIFEST_FILE).write_text(json_text(manifest, indent=2))
 
 
 def read_tables(path: str | Path) -> dict[str, pl.DataFrame]:
@@ -150,4 +151,4 @@ def answer_hashes(path: str | Path) -> dict[tuple[int, int], str | None] | None:
 def read_config(path: str | Path) -> dict[str, Any]:
     """The run's resolved config.yaml as a plain dict ({} when absent)."""
     f = Path(path) / CONFIG_FILE
-    return (yaml.safe_load(f.read_text()) or {}) if f.exists() else {}
+    return read_yaml(f) if f.exists() else {}

@@ -2,7 +2,9 @@
 
 Files are written into a temporary sibling directory that is renamed into place only when
 everything is written, so a run directory either is complete or does not exist. A run stopped
-because too many LLM calls failed is never complete: it leaves ``<out>.failed.json`` instead.
+because too many LLM calls failed is never complete: it leaves ``<out>.failed.json`` instead. A
+write that fails (a full disk) removes the temporary directory and raises ``OSError``
+naming the run directory.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from market_agents.atomic import naming
 from market_agents.config import Config, check_seed, config_hash, dump_yaml
-from market_agents.errors import ConfigError, MarketAgentsError
+from market_agents.errors import ConfigError
 from market_agents.sim import rundir
 
 
@@ -49,10 +52,6 @@ def prepare_out(out: str | Path) -> Path:
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: exists and is not a directory")
     return out
-
-
-class RunDirWriteError(MarketAgentsError):
-    """A run directory could not be written (full disk, lost permission)."""
 
 
 def failed_record(out: str | Path) -> Path:
@@ -105,7 +104,7 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
     finished run this one must reproduce decision by decision (default: ``out`` itself when it
     exists): a stored answer that differs from the one that run used stops the run
     (``ReplayMismatch``). Raises ``RunFailed`` (after writing ``<out>.failed.json``) when too
-    many LLM calls failed, ``RunDirWriteError`` when the files cannot be written."""
+    many LLM calls failed, ``OSError`` naming ``out`` when the files cannot be written."""
     from market_agents.agents.llm_trader import RunFailed
     from market_agents.sim.simulation import simulate
 
@@ -128,31 +127,25 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
             "cache": str(cache) if cache else None})
         raise
     summary = tables.pop("summary")
-    try:
+    with naming(out):  # a failed write names the run directory, not its temp sibling
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.resolve().parent))
-    except OSError as exc:
-        raise RunDirWriteError(f"--out {out}: cannot write ({exc.strerror})") from None
-    try:
-        manifest = {
-            "config_hash": config_hash(config),
-            "git_revision": git_revision(),
-            "package_version": package_version(),
-            "seed": seed,
-            "shocks": [s.model_dump(mode="json") for s in config.shocks],
-            "treatment": config.treatment,
-            "wall_time_s": round(time.perf_counter() - started, 4),
-            **summary,
-        }
-        rundir.write_files(tmp, dump_yaml(config), tables, manifest)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise RunDirWriteError(f"--out {out}: cannot write the run directory "
-                               f"({exc.strerror or exc})") from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        try:
+            manifest = {
+                "config_hash": config_hash(config),
+                "git_revision": git_revision(),
+                "package_version": package_version(),
+                "seed": seed,
+                "shocks": [s.model_dump(mode="json") for s in config.shocks],
+                "treatment": config.treatment,
+                "wall_time_s": round(time.perf_counter() - started, 4),
+                **summary,
+            }
+            rundir.write_files(tmp, dump_yaml(config), tables, manifest)
+            if out.exists():
+                shutil.rmtree(out)
+            os.replace(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     failed_record(out).unlink(missing_ok=True)  # an earlier failed attempt is superseded
     return out

@@ -1,0 +1,195 @@
+"""Reading what a user gives the package: text files and YAML, refused with one line naming the
+file (and the key) before any work starts.
+
+- A file must be a regular file of at most :data:`MAX_FILE_BYTES` holding UTF-8 text.
+- YAML is read as JSON-shaped data: mappings, lists, strings, numbers, booleans and null.
+  Dates stay strings; the tags ``!!binary``, ``!!timestamp``, ``!!set``, ``!!omap`` and
+  ``!!pairs`` are refused (no JSON type holds them).
+- A key written twice in one mapping is refused (YAML would keep the last one without a word);
+  a merge key (``<<: *base``) may still be overridden, as YAML intends.
+- Anchors and aliases are allowed, but the document they expand to may hold at most
+  :data:`MAX_YAML_NODES` values and nest at most :data:`MAX_YAML_DEPTH` deep (a
+  "billion laughs" file is refused after reading, before anything is expanded), and an alias
+  may not contain itself.
+
+Numbers are checked where they are used: every config model derives from
+:class:`market_agents.core.Strict` (finite floats, 64-bit integers).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from market_agents.errors import ConfigError
+
+MAX_FILE_BYTES = 1 << 20  # configs, designs and price tables are a few kB
+MAX_YAML_NODES = 100_000  # values after expanding aliases; baseline.yaml has about 100
+MAX_YAML_DEPTH = 64  # nesting of mappings and lists; configs nest about 5 deep
+
+_MERGE = "tag:yaml.org,2002:merge"
+_REFUSED_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("binary", "timestamp", "set", "omap",
+                                                       "pairs")}
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader without the implicit timestamp: ``2024-01-01`` stays a string."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def read_text(path: str | Path, what: str = "") -> str:
+    """The content of the file at ``path`` as text.
+
+    Args:
+        path: a regular file of at most :data:`MAX_FILE_BYTES` bytes holding UTF-8 text.
+        what: what the message calls the file (``"price table"``; default ``"file"``).
+
+    Returns:
+        The decoded text.
+
+    Raises:
+        ConfigError: ``<path>: ...`` when the file is missing, a directory, unreadable, too
+            large or not UTF-8 text.
+    """
+    path = Path(path)
+    what = what or "file"
+    try:
+        if path.is_dir():
+            raise ConfigError(f"{path}: is a directory, not a {what}")
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ConfigError(f"{path}: {size:,} bytes; a {what} may hold at most "
+                              f"{MAX_FILE_BYTES:,}")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read {what} ({exc.strerror})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: {what} is not UTF-8 text (byte 0x{data[exc.start]:02x} at "
+                          f"offset {exc.start}); save it as UTF-8") from None
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """``text`` parsed as YAML under the rules of this module.
+
+    Args:
+        text: the YAML document.
+        where: what the message names first (a path, or ``--set KEY=VALUE``).
+
+    Returns:
+        Plain data: dict, list, str, int, float, bool or None (None for an empty document).
+
+    Raises:
+        ConfigError: one line, ``<where>: ...``, naming the line or the key path at fault.
+    """
+    try:
+        loader = _Loader(text)  # the reader refuses control characters here
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            _check(node, where)
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = " ".join(str(exc.problem or exc.context or "").split())
+        raise ConfigError(f"{where}: malformed YAML at {at}{problem}") from None
+    except yaml.YAMLError as exc:  # e.g. a control character the reader refuses
+        raise ConfigError(f"{where}: malformed YAML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: malformed YAML: nested too deeply") from None
+
+
+def read_yaml(path: str | Path, what: str = "") -> dict[str, Any]:
+    """The YAML mapping in the file at ``path`` ({} for an empty file); ``what`` as in
+    :func:`read_text`.
+
+    Raises:
+        ConfigError: see :func:`read_text` and :func:`parse_yaml`; also when the top level is
+            not a mapping.
+    """
+    data = parse_yaml(read_text(path, what), str(path))
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number in ``low..high`` (a count of seeds, workers).
+
+    Returns:
+        A converter that raises ``argparse.ArgumentTypeError`` otherwise, which ``ma`` prints
+        as one line naming the argument.
+    """
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not in {low}..{high:,}")
+        return value
+
+    return convert
+
+
+def _check(root: yaml.Node, where: str) -> None:
+    """Walk the composed node graph once per node (aliases share nodes): count the values it
+    expands to, refuse recursion, depth, refused tags and duplicate keys, naming the key path."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def fail(path: str, message: str) -> None:
+        raise ConfigError(f"{where}: {path + ': ' if path else ''}{message}")
+
+    def walk(node: yaml.Node, path: str, depth: int) -> int:
+        if id(node) in sizes:
+            return sizes[id(node)]
+        if id(node) in open_nodes:
+            fail(path, "an alias refers to a node that contains it (recursive YAML)")
+        if depth > MAX_YAML_DEPTH:
+            fail(path, f"nested more than {MAX_YAML_DEPTH} levels deep")
+        if node.tag in _REFUSED_TAGS:
+            fail(path, f"line {node.start_mark.line + 1}: YAML tag !!{node.tag.rsplit(':', 1)[1]}"
+                       " is not allowed (use text, numbers, true/false, lists and mappings)")
+        open_nodes.add(id(node))
+        size = 1
+        if isinstance(node, yaml.SequenceNode):
+            for i, child in enumerate(node.value):
+                size += walk(child, f"{path}.{i}" if path else str(i), depth + 1)
+        elif isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key, value in node.value:
+                name = key.value if isinstance(key, yaml.ScalarNode) else "?"
+                sub = f"{path}.{name}" if path else str(name)
+                if key.tag != _MERGE and isinstance(key, yaml.ScalarNode):
+                    line = key.start_mark.line + 1
+                    ident = (key.tag, key.value)
+                    if ident in seen:
+                        fail(sub, f"key written twice (lines {seen[ident]} and {line}); "
+                                  "YAML would keep the last value without a word")
+                    seen[ident] = line
+                size += walk(key, sub, depth + 1) + walk(value, sub, depth + 1)
+        open_nodes.discard(id(node))
+        if size > MAX_YAML_NODES:
+            fail(path, f"expands to more than {MAX_YAML_NODES:,} values (anchors and aliases "
+                       "repeated into a huge document?)")
+        sizes[id(node)] = size
+        return size
+
+    walk(root, "", 0)

@@ -1,0 +1,58 @@
+"""Atomic writers: readers see the old file or the new one; a failed write (a full disk) leaves
+nothing behind and raises OSError naming the file; JSON is strict."""
+
+from __future__ import annotations
+
+import errno
+import math
+
+import polars as pl
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from market_agents.atomic import (
+    json_text,
+    naming,
+    write_atomic,
+    write_json_atomic,
+    write_parquet_atomic,
+)
+from tests.support import strict_loads
+
+
+def test_a_failed_write_keeps_the_old_file_and_names_the_path(tmp_path):
+    path = tmp_path / "out.json"
+    write_json_atomic(path, {"v": 1})
+
+    def torn(fh):
+        fh.write(b'{"v": ')
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError, match=r"No space left on device") as info:
+        write_atomic(path, torn)
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(path)
+    assert strict_loads(path.read_text()) == {"v": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_polars_reports_a_full_disk_as_an_os_error_naming_the_file(tmp_path):
+    with pytest.raises(OSError, match="No space left on device") as info, naming(tmp_path / "t"):
+        raise pl.exceptions.ComputeError("parquet: underlying IO error: No space left on device "
+                                         "(os error 28)")
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(tmp_path / "t")
+    with pytest.raises(pl.exceptions.ComputeError, match="not an IO error"), naming(tmp_path):
+        raise pl.exceptions.ComputeError("not an IO error")
+
+
+def test_parquet_is_written_whole(tmp_path):
+    frame = pl.DataFrame({"a": [1, 2, 3]})
+    write_parquet_atomic(tmp_path / "t.parquet", frame)
+    assert pl.read_parquet(tmp_path / "t.parquet").equals(frame)
+    assert [p.name for p in tmp_path.iterdir()] == ["t.parquet"]
+
+
+@given(st.sampled_from([math.nan, math.inf, -math.inf]))
+def test_json_is_strict(value):
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        json_text({"x": [1.0, {"y": value}]})
