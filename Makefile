@@ -60,8 +60,15 @@ validate: setup
 bench: setup
 	$(VENV)/python bench/bench_engine.py
 
+# Only what is rebuilt at no cost: rehearsals, the smoke/sanity/test projects, logs, the DAG
+# figure, the report, Snakemake's state and the free Bazaar outputs. Never results/runs,
+# results/cache, results/manifests (freeze, pilot, budgets, spend ledger, deviations),
+# results/library or a paid Bazaar evaluation: no target deletes them (docs/guards.md).
+CLEANABLE := results/rehearsal results/smoke results/sanity results/test results/logs \
+	results/dag results/report.html results/contract/*/sanity results/bazaar/anchors \
+	results/bazaar/exploits results/bazaar/eval/mock .snakemake
 clean:
-	rm -rf results .snakemake
+	rm -rf $(CLEANABLE)
 
 # --- the Snakemake workflow (Snakefile, rules/*.smk; README "Workflow") ---
 SMK := $(VENV)/snakemake

@@ -2,9 +2,15 @@
 # (market_agents.pipeline.workflow, unit-tested in tests/pipeline); the rules hold no logic.
 # Rules run `ma` as {MA}: the interpreter Snakemake runs in, activated or not.
 
+import os
+
 from market_agents.pipeline.workflow import Workflow
 from market_agents.protocol.tiers import NO_TIER, TIER_PATTERN
 
 W = Workflow(config)
 WF = W.config
 MA = W.ma
+# The guards of every paying `ma` job (caps, the pilot and confirmatory designs, `--config
+# deviation=...`) reach it through the environment, not as rule parameters (a new deviation
+# re-runs nothing); docs/guards.md.
+os.environ.update(WF.guard_env())

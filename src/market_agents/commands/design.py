@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from market_agents.commands import add_guard_flags, build_guard
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -12,7 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Validate DESIGN, then run and score each cell x seed: cells served by "
         "the mock in parallel processes (--workers), live cells one at a time through the "
         "shared cache. A run whose outcomes.json exists is reused, so an interrupted design "
-        "resumes without re-calling anything. Ends with `ma gather`.")
+        "resumes without re-calling anything. Live runs pass the freeze check (confirmatory "
+        "design) and the project/pilot caps against the spend ledger before the first call "
+        "(docs/guards.md). Ends with `ma gather`.")
     p.add_argument("design", help="design YAML, e.g. config/designs/exploratory.yaml")
     p.add_argument("--cells", nargs="+", default=None, help="only these cells")
     p.add_argument("--max-seeds", type=int, default=None, help="only the first N seeds per cell")
@@ -26,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "results/rehearsal/")
     p.add_argument("--results", default="results", help="results root (default results)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_guard_flags(p)
     p.set_defaults(func=main)
 
 
@@ -41,7 +46,8 @@ def main(args: argparse.Namespace) -> int:
     design = load_design(args.design)
     started = time.perf_counter()
     counts = run_design(design, args.cells, args.max_seeds, args.workers, args.cache, args.mock,
-                        args.results, progress=False if args.quiet else None)
+                        args.results, progress=False if args.quiet else None,
+                        guard=build_guard(args.results, args.deviation))
     out = write_gather(design, args.mock, args.results, allow_missing=bool(
         args.cells or args.max_seeds))
     print(f"{design.name}: {counts['ran']} ran, {counts['scored']} scored, {counts['reused']} "

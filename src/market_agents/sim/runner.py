@@ -51,7 +51,9 @@ def prepare_out(out: str | Path) -> Path:
 
 
 def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | None = None,
-               progress: bool | None = None) -> Path:
+               progress: bool | None = None, record: dict | None = None) -> Path:
+    """Simulate ``config`` with ``seed`` into ``out`` (complete or absent). ``record``: keys
+    added to manifest.json (the guards' freeze and deviation record of a live run)."""
     from market_agents.sim.simulation import simulate
 
     check_seed(seed)
@@ -70,6 +72,7 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
             "treatment": config.treatment,
             "wall_time_s": round(time.perf_counter() - started, 4),
             **summary,
+            **(record or {}),
         }
         rundir.write_files(tmp, dump_yaml(config), tables, manifest)
         if out.exists():
