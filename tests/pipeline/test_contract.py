@@ -1,7 +1,6 @@
 """The run contract: a bad RUN_ID or MODE says what exists. (A sanity run writing eval_inputs/
 and metrics.json, in its own project directory: tests/pipeline/test_modes.py.)"""
 
-import json
 import subprocess
 import sys
 
