@@ -19,7 +19,8 @@ $(VENV)/ma: pyproject.toml uv.lock
 # The main job on built-in defaults: the protocol's Phase 5a exploratory design (14 cells x
 # seeds 1-3) on the mock provider -- no key, no cost -- then its outcomes, one line per cell.
 # With RUN_ID, the run
-# contract: config/run/$(RUN_ID).yaml's Snakemake target at MODE (sanity|pilot|full), raw inputs
+# contract: config/run/$(RUN_ID).yaml's Snakemake target at MODE (sanity|pilot|full; sanity runs
+# in its own project, results/sanity/$(RUN_ID)/, never touching live results), raw inputs
 # in results/contract/$(RUN_ID)/$(MODE)/eval_inputs/, then `make evaluate` writes metrics.json.
 RUN_ID ?=
 MODE ?= sanity

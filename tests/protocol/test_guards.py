@@ -69,6 +69,7 @@ def _freeze(project):
                                  "sigma_d": {"share_25": {"n_pairs": 3, "volatility": 0.002}}}))
     done = _ma(project, "freeze", "create", DESIGN)
     assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
     return json.loads((project / "results/manifests/freeze.json").read_text())
 
 
@@ -122,6 +123,13 @@ def test_a_changed_design_is_refused_naming_the_change(project):
     with FakeAPI() as api:
         _assert_refused(_live_paths(project, api), "cell extra_0 added (tier T2)")
         assert api.requests == []
+
+
+def test_a_freeze_pins_a_clean_commit(project):
+    (project / "NOTES.md").write_text("uncommitted\n")
+    with pytest.raises(AssertionError, match="uncommitted changes to tracked files: commit"):
+        _freeze(project)
+    assert not (project / "results/manifests/freeze.json").exists()
 
 
 def test_a_moved_head_is_refused(project):

@@ -58,6 +58,10 @@ def _create(args: argparse.Namespace) -> int:
             f"`ma freeze create {args.design} --accept-failed-pilot` and record the deviation")
     prices = yaml.safe_load(design.prices_path.read_text()) or {}
     freeze = build(design_facts(design), pilot, prices, default_thresholds())
+    if freeze["git"]["dirty"]:
+        raise FreezeError("the work tree has uncommitted changes to tracked files: commit "
+                          "them first (the freeze pins a commit, and every confirmatory live "
+                          "call checks that HEAD is that commit and the tree is clean)")
     freeze["pilot_failed_criteria_accepted"] = failed
     write_json_atomic(args.out, freeze)
     print(f"froze {design.name} at {freeze['git']['commit']} -> {args.out}")

@@ -46,7 +46,7 @@ def frozen_hashes(package_root: Path = PACKAGE_ROOT) -> dict[str, str]:
 def git_revision(repo: Path | None = None) -> dict[str, Any]:
     """HEAD of the project's git repository (the one holding ``repo``, default the working
     directory: where config/ and results/ live) and whether its tracked files differ from it
-    (a dirty freeze is allowed but recorded). ``commit`` is None outside a repository."""
+    (``ma freeze create`` refuses a dirty tree). ``commit`` is None outside a repository."""
     repo = Path.cwd() if repo is None else repo
 
     def git(*args: str) -> str | None:
