@@ -299,3 +299,13 @@ def test_check_refuses_exactly_when_plan_plus_ledger_passes_the_cap(tmp_path_fac
             ledger.check(caps, plan, "job", root=root)
     else:
         assert ledger.check(caps, plan, "job", root=root).total_usd == pytest.approx(total)
+
+
+def test_a_damaged_spend_record_is_named(tmp_path):
+    from market_agents.errors import ConfigError
+
+    record = tmp_path / "manifests/spend/0123456789abcdef.json"
+    record.parent.mkdir(parents=True)
+    record.write_text("{not json")
+    with pytest.raises(ConfigError, match=r"0123456789abcdef\.json: not a spend record"):
+        ledger.spend(tmp_path)

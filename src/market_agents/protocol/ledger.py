@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from market_agents.atomic import write_json_atomic
-from market_agents.errors import BudgetExceeded
+from market_agents.errors import BudgetExceeded, ConfigError
 from market_agents.sim.rundir import MANIFEST_FILE, OUTCOMES_FILE, is_complete
 
 SPEND_DIR = "manifests/spend"
@@ -105,8 +105,12 @@ def spend(root: Path | str = "results") -> Spend:
         runs.add(str(run.resolve()))
         entries.append(Entry("run", str(run), run.parts[-3], usd, True))
     for path in sorted((root / SPEND_DIR).glob("*.json")):
-        rec = json.loads(path.read_text())
-        out = Path(rec["out"])
+        try:
+            rec = json.loads(path.read_text())
+            out = Path(rec["out"])
+        except (ValueError, KeyError, TypeError):
+            raise ConfigError(f"{path}: not a spend record (malformed JSON or no 'out'); "
+                              "restore it from a backup: the ledger cannot count it") from None
         if str(out.resolve()) in runs:
             continue  # the run's manifest is its record
         if rec.get("spent_usd") is not None:
