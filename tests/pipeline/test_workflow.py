@@ -92,3 +92,25 @@ def test_the_rules_command_runs_without_path(wf):
     done = subprocess.run([*shlex.split(wf.ma), "--help"], capture_output=True, text=True,
                           env={}, timeout=120)
     assert done.returncode == 0 and "usage: ma" in done.stdout
+
+
+def test_the_workflow_passes_its_guard_settings_to_every_job(monkeypatch):
+    """rules/common.smk puts guard_env() in the jobs' environment; `ma` reads it back."""
+    from market_agents.pipeline.workflow_config import (
+        DEFAULTS,
+        GUARD_ENV,
+        WorkflowConfig,
+        guard_settings,
+    )
+
+    monkeypatch.delenv(GUARD_ENV, raising=False)
+    assert guard_settings() == DEFAULTS
+    wf = WorkflowConfig(designs_dir="config/test/designs", confirmatory="main",
+                        project_cap_usd=30.0, deviation="after the outage")
+    monkeypatch.setenv(GUARD_ENV, wf.guard_env()[GUARD_ENV])
+    got = guard_settings()
+    assert (got.designs_dir, got.confirmatory, got.project_cap_usd, got.deviation) == (
+        "config/test/designs", "main", 30.0, "after the outage")
+    monkeypatch.setenv(GUARD_ENV, "{broken")
+    with pytest.raises(ConfigError, match=r"\$MARKET_AGENTS_GUARDS: not valid JSON"):
+        guard_settings()
