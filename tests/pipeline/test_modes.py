@@ -50,7 +50,9 @@ def _seed_live_results(project: Path) -> None:
         "results/manifests/pilot.json": '{"pass": true}',
         "results/manifests/freeze.json": '{"design": "confirmatory"}',
         "results/manifests/budget/pilot_openai_all.json": '{"approved": {}}',
-        "results/manifests/spend/0123456789abcdef.json": '{"kind": "run"}',
+        "results/manifests/spend/0123456789abcdef.json": json.dumps(
+            {"kind": "bazaar", "out": "results/bazaar/eval/openai/m/micro", "planned_usd": 1.0,
+             "spent_usd": 0.2}),
         "results/manifests/deviations.jsonl": '{"id": "x"}\n',
         "results/library/nano_v1.npz": "library",
     }
