@@ -64,8 +64,9 @@ def record(root: Path | str, reason: str, mismatches: list[str] | None = None,
     """
     reason = reason.strip()
     if not reason:
-        raise ConfigError("--deviation: give a reason, e.g. --deviation \"re-run share_25 "
-                          "after the provider outage of 2025-06-01\"")
+        raise ConfigError("a deviation needs a reason, e.g. --deviation \"re-run share_25 "
+                          "after the provider outage of 2025-06-01\" (or ma deviations add "
+                          "\"...\")")
     mismatches = list(mismatches or [])
     ident = hashlib.sha256(canonical_json([reason, design, mismatches]).encode()).hexdigest()[:12]
     path = log_path(root)
