@@ -87,18 +87,18 @@ def cmd_eval(args: argparse.Namespace,
         raise ConfigError(f"--provider {args.provider!r} / --model {model!r}: {msg}") from None
     mock_agent.register()
     seeds = eval_seeds(args.seeds) if args.split == "eval" else train_seeds(args.seeds)
-    record = (paying(args.usd_cap) if paying and llm.paid_routes()
-              else contextlib.nullcontext({}))
-    with record as rec:
-        client = LLMClient.from_settings(llm, cache_path=args.cache)
-        try:
+    client = LLMClient.from_settings(llm, cache_path=args.cache)  # checks cap and key; no call
+    try:
+        record = (paying(args.usd_cap) if paying and llm.paid_routes()
+                  else contextlib.nullcontext({}))
+        with record as rec:
             episodes = evaluate(client, tier, args.provider, model, seeds, llm)
             usage = client.usage_summary()
-        finally:
-            client.close()
-        # What the evaluation's answers cost, cache hits included (a rerun from the cache
-        # must not erase what the first run paid): every answer here is from the paid route.
-        rec["spent_usd"] = usage.get("usd_live", usage["usd"])
+            # What the evaluation's answers cost, cache hits included (a rerun from the cache
+            # must not erase what the first run paid): every answer is from the paid route.
+            rec["spent_usd"] = usage.get("usd_live", usage["usd"])
+    finally:
+        client.close()
     summary = write_outputs(Path(args.out), tier, args.provider, model, args.split, episodes,
                             usage)
     print(f"{tier.name} {args.provider}/{model}: mean score {summary['score']:.4f} "
