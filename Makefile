@@ -19,7 +19,8 @@ $(VENV)/ma: pyproject.toml uv.lock
 # The main job on built-in defaults: the protocol's Phase 5a exploratory design (14 cells x
 # seeds 1-3) on the mock provider -- no key, no cost -- then its outcomes, one line per cell.
 # With RUN_ID, the run
-# contract: config/run/$(RUN_ID).yaml's Snakemake target at MODE (sanity|pilot|full), raw inputs
+# contract: config/run/$(RUN_ID).yaml's Snakemake target at MODE (sanity|pilot|full; sanity runs
+# in its own project, results/sanity/$(RUN_ID)/, never touching live results), raw inputs
 # in results/contract/$(RUN_ID)/$(MODE)/eval_inputs/, then `make evaluate` writes metrics.json.
 RUN_ID ?=
 MODE ?= sanity
@@ -60,8 +61,15 @@ validate: setup
 bench: setup
 	$(VENV)/python bench/bench_engine.py
 
+# Only what is rebuilt at no cost: rehearsals, the smoke/sanity/test projects, logs, the DAG
+# figure, the report, Snakemake's state and the free Bazaar outputs. Never results/runs,
+# results/cache, results/manifests (freeze, pilot, budgets, spend ledger, deviations),
+# results/library or a paid Bazaar evaluation: no target deletes them (docs/guards.md).
+CLEANABLE := results/rehearsal results/smoke results/sanity results/test results/logs \
+	results/dag results/report.html results/contract/*/sanity results/bazaar/anchors \
+	results/bazaar/exploits results/bazaar/eval/mock .snakemake
 clean:
-	rm -rf results .snakemake
+	rm -rf $(CLEANABLE)
 
 # --- the Snakemake workflow (Snakefile, rules/*.smk; README "Workflow") ---
 SMK := $(VENV)/snakemake

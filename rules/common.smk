@@ -2,6 +2,8 @@
 # (market_agents.pipeline.workflow, unit-tested in tests/pipeline); the rules hold no logic.
 # Rules run `ma` as {MA}: the interpreter Snakemake runs in, activated or not.
 
+import os
+
 from market_agents.pipeline.workflow import Workflow
 from market_agents.protocol.tiers import NO_TIER, TIER_PATTERN
 
@@ -11,3 +13,7 @@ MA = W.ma
 # The serving switches of this invocation (`--config replay=true`, `new_cache=true`) reach every
 # `ma` job through the environment, not as rule parameters (toggling them re-runs nothing).
 W.export_serving_switches()
+# The guards of every paying `ma` job (caps, the pilot and confirmatory designs, `--config
+# deviation=...`) reach it through the environment, not as rule parameters (a new deviation
+# re-runs nothing); docs/guards.md.
+os.environ.update(WF.guard_env())

@@ -20,6 +20,7 @@ if os.environ.get("CI"):
 
 
 BASELINE = ROOT / "config" / "baseline.yaml"
+RESULTS_KEY = pytest.StashKey[dict]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -43,6 +44,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if marker in item.keywords:
                 item.add_marker(skip)
+
+
+def _results_tree() -> dict[str, tuple[int, int]]:
+    root = ROOT / "results"
+    return {str(p.relative_to(ROOT)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in root.rglob("*") if p.is_file()} if root.exists() else {}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[RESULTS_KEY] = _results_tree()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Tests write under their own temporary roots, never the checkout's results/ (where a
+    user's live results live): fail the session if a file there appeared or changed."""
+    if hasattr(session.config, "workerinput") or RESULTS_KEY not in session.config.stash:
+        return  # an xdist worker: the controller checks once
+    before, after = session.config.stash[RESULTS_KEY], _results_tree()
+    touched = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    if touched:
+        print(f"\ntests wrote the checkout's results/: {', '.join(touched[:5])}"
+              + (f" and {len(touched) - 5} more" if len(touched) > 5 else ""))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

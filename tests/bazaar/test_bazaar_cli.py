@@ -109,6 +109,6 @@ def test_eval_mock_writes_transcripts_scores_summary_and_replays_from_cache(tmp_
 def test_eval_live_provider_needs_a_usd_cap(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
     assert main(["bazaar", "eval", "--tier", "micro", "--provider", "openai", "--model",
-                 "gpt-5.4-nano", "--out", str(tmp_path)]) == 2
+                 "gpt-5.4-nano", "--out", str(tmp_path), "--results", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "usd_cap" in err and "sk-test" not in err

@@ -16,7 +16,8 @@ def _eval(server, out, usd_cap, seeds=3):
     return main(["bazaar", "eval", "--tier", "micro", "--provider", "openai_compatible",
                  "--base-url", f"{server.url}/v1", "--model", "gpt-5.4-nano",
                  "--seeds", str(seeds),
-                 "--usd-cap", str(usd_cap), "--out", str(out)])
+                 "--usd-cap", str(usd_cap), "--out", str(out),
+                 "--results", str(out / "results")])  # the spend ledger of a scratch project
 
 
 def test_openai_compatible_eval_matches_engine_and_is_priced(tmp_path):

@@ -118,3 +118,20 @@ def _confirmatory_t1_behind_the_freeze(project):
         assert "freeze.json no longer matches: confirmatory config_hash" in (
             refused.stdout + refused.stderr)
         assert len(api.requests) == 50
+
+        # With a deviation the gate approves and every live job of the next tier runs; the
+        # deviation is logged once and carried by the gate manifest and each run manifest.
+        reason = "deviation=ticks 130 after T1 (a test)"
+        done = smk(project, "--cores", "2", "tier_T2", "--config", reason, **keys)
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        assert len(api.requests) > 50  # the live runs of T2 (share_50) called
+    log = (project / "results/manifests/deviations.jsonl").read_text().splitlines()
+    assert len(log) == 1
+    entry = json.loads(log[0])
+    assert entry["reason"] == "ticks 130 after T1 (a test)"
+    assert entry["mismatches"][0].startswith("confirmatory config_hash")
+    gate = json.loads((project / "results/manifests/budget/confirmatory_T2.json").read_text())
+    assert gate["deviations"] == [entry]
+    for seed in (101, 102):
+        run = project / f"results/runs/confirmatory/share_50/seed{seed:04d}/manifest.json"
+        assert json.loads(run.read_text())["deviations"] == [entry]

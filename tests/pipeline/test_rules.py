@@ -43,7 +43,10 @@ def test_rule_files_hold_no_logic(path: Path):
 def test_rules_call_ma_through_the_workflow_and_never_rewrite_path():
     for path in SMK_FILES:
         text = path.read_text()
-        assert "os.environ" not in text and "PATH" not in text, path.name
+        assert "PATH" not in text, path.name
+        # The environment only carries the workflow config's settings to the jobs.
+        uses = re.findall(r"os\.environ\S*", text)
+        assert all(re.fullmatch(r"os\.environ\.update\(WF\.\w+_env\(\)\)", u) for u in uses), uses
         shells = re.findall(r'shell:\s*\n((?:\s+".*"\n)+)', text)
         for shell in shells:
             assert not re.search(r'(^|[\s&"])ma ', shell), (path.name, shell)

@@ -105,3 +105,23 @@ def test_serving_switches_reach_the_jobs_through_the_environment():
     assert environ == {REPLAY_ENV: "1"}
     Workflow({"replay": True, "new_cache": True}).export_serving_switches(environ)
     assert environ == {REPLAY_ENV: "1", NEW_CACHE_ENV: "1"}
+def test_the_workflow_passes_its_guard_settings_to_every_job(monkeypatch):
+    """rules/common.smk puts guard_env() in the jobs' environment; `ma` reads it back."""
+    from market_agents.pipeline.workflow_config import (
+        DEFAULTS,
+        GUARD_ENV,
+        WorkflowConfig,
+        guard_settings,
+    )
+
+    monkeypatch.delenv(GUARD_ENV, raising=False)
+    assert guard_settings() == DEFAULTS
+    wf = WorkflowConfig(designs_dir="config/test/designs", confirmatory="main",
+                        project_cap_usd=30.0, deviation="after the outage")
+    monkeypatch.setenv(GUARD_ENV, wf.guard_env()[GUARD_ENV])
+    got = guard_settings()
+    assert (got.designs_dir, got.confirmatory, got.project_cap_usd, got.deviation) == (
+        "config/test/designs", "main", 30.0, "after the outage")
+    monkeypatch.setenv(GUARD_ENV, "{broken")
+    with pytest.raises(ConfigError, match=r"\$MARKET_AGENTS_GUARDS: not valid JSON"):
+        guard_settings()

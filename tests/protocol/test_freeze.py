@@ -19,9 +19,13 @@ def pkg_copy(tmp_path):
     return tmp_path
 
 
+FINGERPRINT = {"base_config_hash": "a" * 64, "budget": {"tiers": {"T1": 10.13}},
+               "planning": {}, "prices": {}, "cells": {"share_25": {"tier": "T1"}}}
+
+
 def _design():
     return {"name": "confirmatory", "path": "config/designs/confirmatory.yaml",
-            "config_hash": "a" * 64, "budgets": {"T1": 10.13},
+            "config_hash": "a" * 64, "fingerprint": FINGERPRINT, "budgets": {"T1": 10.13},
             "cells": {"share_0": {"tier": "T1", "seeds": list(range(101, 131)), "models": [],
                                   "live_decisions": 0},
                       "share_25": {"tier": "T1", "seeds": list(range(101, 111)),
@@ -41,7 +45,9 @@ def test_mde_formula():
 
 
 def test_build_records_everything_the_protocol_lists(pkg_copy):
-    f = build(_design(), PILOT, PRICES, {"bubble_gap": 0.05}, package_root=pkg_copy)
+    from tests.support import ROOT
+
+    f = build(_design(), PILOT, PRICES, {"bubble_gap": 0.05}, package_root=pkg_copy, repo=ROOT)
     assert set(f["frozen_files"]) == set(FROZEN_FILES)
     assert f["git"]["commit"] and len(f["git"]["commit"]) == 40
     assert f["models"] == {"gpt-5.4-nano": {"input": 0.2, "output": 1.25}}
@@ -51,7 +57,8 @@ def test_build_records_everything_the_protocol_lists(pkg_copy):
     assert f["mde"]["memory_25"]["sigma_from"] == "max over pilot cells"
     assert f["mde"]["memory_25"]["mde"]["volatility"] == pytest.approx(2.8016 * 0.004 / 2, rel=1e-4)
     assert "share_0" not in f["mde"]
-    verify(f, "a" * 64, package_root=pkg_copy)  # unchanged: passes
+    clean = {**f["git"], "dirty": False}  # the freeze holds on a clean tree at its commit
+    verify(f, _design(), clean, package_root=pkg_copy)
 
 
 def test_refuses_after_outcomes_py_changes(pkg_copy):
@@ -59,13 +66,13 @@ def test_refuses_after_outcomes_py_changes(pkg_copy):
     with open(pkg_copy / "analysis/outcomes.py", "a") as fh:
         fh.write("\n# a change after the freeze\n")
     with pytest.raises(FreezeError, match=r"no longer matches: analysis/outcomes\.py \(sha256"):
-        verify(f, "a" * 64, package_root=pkg_copy)
+        verify(f, _design(), f["git"], package_root=pkg_copy)
 
 
 def test_refuses_when_confirmatory_config_changes(pkg_copy):
     f = build(_design(), PILOT, PRICES, {}, package_root=pkg_copy)
     with pytest.raises(FreezeError, match="confirmatory config_hash"):
-        verify(f, "b" * 64, package_root=pkg_copy)
+        verify(f, {**_design(), "config_hash": "b" * 64}, f["git"], package_root=pkg_copy)
 
 
 def test_missing_freeze_and_missing_price_say_what_to_do(tmp_path, pkg_copy):
@@ -77,19 +84,19 @@ def test_missing_freeze_and_missing_price_say_what_to_do(tmp_path, pkg_copy):
         build(_design(), {}, PRICES, {}, package_root=pkg_copy)
 
 
-def test_cli_refuses_a_failed_pilot_unless_accepted_and_never_overwrites(tmp_path):
+def test_cli_refuses_a_failed_pilot_unless_accepted_and_never_overwrites(workdir):
     import json
     import subprocess
 
-    from tests.support.workflow import BIN, ROOT, env
+    from tests.support.workflow import BIN, env
 
-    pilot = tmp_path / "pilot.json"
+    pilot = workdir / "pilot.json"
     pilot.write_text(json.dumps({**PILOT, "pass": False, "criteria": {
         "validity": {"pass": True}, "cost_per_decision": {"pass": False}}}))
-    out = tmp_path / "freeze.json"
+    out = workdir / "freeze.json"
     cmd = [str(BIN / "ma"), "freeze", "create", "config/test/designs/confirmatory.yaml",
            "--pilot", str(pilot), "--out", str(out)]
-    run = lambda *extra: subprocess.run([*cmd, *extra], cwd=ROOT, env=env(),  # noqa: E731
+    run = lambda *extra: subprocess.run([*cmd, *extra], cwd=workdir, env=env(),  # noqa: E731
                                         capture_output=True, text=True, timeout=60)
     refused = run()
     assert refused.returncode == 2 and "pilot criteria failed: cost_per_decision" in refused.stderr
@@ -101,8 +108,9 @@ def test_cli_refuses_a_failed_pilot_unless_accepted_and_never_overwrites(tmp_pat
     assert again.returncode == 2 and "a freeze is written once" in again.stderr
     verify = subprocess.run([str(BIN / "ma"), "freeze", "verify",
                              "config/test/designs/confirmatory.yaml", "--freeze", str(out)],
-                            cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
+                            cwd=workdir, env=env(), capture_output=True, text=True, timeout=60)
     assert verify.returncode == 0, verify.stderr
+    assert frozen["git"] == {"commit": None, "dirty": None}
 
 
 def test_the_sensitivity_grid_is_defined_once_in_the_frozen_outcomes():

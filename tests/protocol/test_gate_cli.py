@@ -9,8 +9,14 @@ from tests.support.workflow import BIN, env
 DESIGN = "config/test/designs/confirmatory.yaml"
 
 
+# The gate's arithmetic, apart from the freeze: the tiered test design is not the confirmatory
+# one here (tests/protocol/test_guards.py covers the freeze on the gate).
+GUARDS = json.dumps({"confirmatory": "main_study"})
+
+
 def _ma(workdir, *args):
-    return subprocess.run([str(BIN / "ma"), *args], cwd=workdir, env=env(OPENAI_API_KEY="sk-x"),
+    return subprocess.run([str(BIN / "ma"), *args], cwd=workdir,
+                          env=env(OPENAI_API_KEY="sk-x", MARKET_AGENTS_GUARDS=GUARDS),
                           capture_output=True, text=True, timeout=120)
 
 
@@ -47,5 +53,5 @@ def test_tier_budget_refusal_names_cap_plan_and_spent(workdir):
     done = _ma(workdir, "gate", "approve", DESIGN, "--tier", "T1", "--out", "gate.json")
     assert done.returncode == 2
     assert ("refused: plan 0.0125 USD + spent 0.0400 USD = 0.0525 USD exceeds the tier T1 "
-            "budget 0.0500 USD; no live job was started") in done.stderr
+            "budget 0.0500 USD; no live call was made") in done.stderr
     assert not (workdir / "gate.json").exists()

@@ -9,7 +9,10 @@ episode order. Every score is re-checked by replaying the transcript through the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from market_agents.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
@@ -27,7 +30,7 @@ SCORE_KEYS = ("score", "reward", "format_bonus", "trade_bonus", "termination", "
               "bait_hits", "trigger_hits", "interest_paid", "margin_calls")
 
 
-def register_eval(bsub: argparse._SubParsersAction) -> None:
+def register_eval(bsub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     e = bsub.add_parser(
         "eval",
         help="play episodes with an LLM provider (mock, openai, anthropic, openai_compatible)",
@@ -53,9 +56,14 @@ def register_eval(bsub: argparse._SubParsersAction) -> None:
     e.add_argument("--concurrency", type=int, default=16, help="concurrent requests")
     e.add_argument("--out", required=True, help="output directory")
     e.set_defaults(func=cmd_eval)
+    return e
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
+def cmd_eval(args: argparse.Namespace,
+             paying: Callable[[float], AbstractContextManager[dict]] | None = None) -> int:
+    """Run the evaluation. ``paying(usd_cap)``: for a paid provider, the spend record the
+    command keeps while it runs (entered before the first call, given the USD paid at the
+    end as ``spent_usd``); ``ma bazaar eval`` passes the project's spend ledger."""
     from market_agents.llm.client import LLMClient
     from market_agents.llm.config import LLMConfig, ProviderSettings
 
@@ -78,11 +86,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
         msg = errors()[0]["msg"] if errors else str(exc)
         raise ConfigError(f"--provider {args.provider!r} / --model {model!r}: {msg}") from None
     mock_agent.register()
-    client = LLMClient.from_settings(llm, cache_path=args.cache)
     seeds = eval_seeds(args.seeds) if args.split == "eval" else train_seeds(args.seeds)
+    client = LLMClient.from_settings(llm, cache_path=args.cache)  # checks cap and key; no call
     try:
-        episodes = evaluate(client, tier, args.provider, model, seeds, llm)
-        usage = client.usage_summary()
+        record = (paying(args.usd_cap) if paying and llm.paid_routes()
+                  else contextlib.nullcontext({}))
+        with record as rec:
+            episodes = evaluate(client, tier, args.provider, model, seeds, llm)
+            usage = client.usage_summary()
+            # What the evaluation's answers cost, cache hits included (a rerun from the cache
+            # must not erase what the first run paid): every answer is from the paid route.
+            rec["spent_usd"] = usage.get("usd_live", usage["usd"])
     finally:
         client.close()
     summary = write_outputs(Path(args.out), tier, args.provider, model, args.split, episodes,

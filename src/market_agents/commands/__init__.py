@@ -1,11 +1,16 @@
 """The ``ma`` subcommands, one module each with ``register(subparsers)``: argument parsing and
-one call into the package (``cli.py`` dispatches). Shared here: the serving switches."""
+one call into the package (``cli.py`` dispatches). Shared here: the serving switches and the
+guards of a paying command."""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from market_agents.llm.cache import NEW_CACHE_ENV, REPLAY_ENV, env_flag
+
+if TYPE_CHECKING:
+    from market_agents.protocol.guard import Guard
 
 
 def add_serving_flags(p: argparse.ArgumentParser, what: str = "the run") -> None:
@@ -18,3 +23,31 @@ def add_serving_flags(p: argparse.ArgumentParser, what: str = "the run") -> None
                    help="allow starting over with an empty or missing cache although records "
                    "(its paid.json, or finished runs) show it held paid answers; those answers "
                    f"are bought again (or {NEW_CACHE_ENV}=1)")
+def add_guard_flags(p: argparse.ArgumentParser) -> None:
+    """``--deviation`` for every command that can make a confirmatory live call."""
+    p.add_argument("--deviation", default=None, metavar="REASON",
+                   help="run although the freeze no longer matches (design, code, commit or "
+                   "work tree changed): the reason is appended to "
+                   "results/manifests/deviations.jsonl (`ma deviations`) and recorded in every "
+                   "run manifest this command writes")
+
+
+def build_guard(results: str, deviation: str | None = None,
+                freeze_path: str | None = None) -> Guard:
+    """The guards of a paying command, with the protocol's caps and design names (the
+    workflow config's defaults, or the invoking workflow's config in a workflow job)."""
+    from pathlib import Path
+
+    from market_agents.pipeline.workflow_config import guard_settings
+    from market_agents.protocol.guard import Guard
+    from market_agents.protocol.ledger import Caps
+
+    s = guard_settings()
+    return Guard(
+        root=Path(results),
+        caps=Caps(s.project_cap_usd, s.pilot_cap_usd, s.pilot),
+        confirmatory=s.confirmatory,
+        confirmatory_file=s.design_path(s.confirmatory),
+        deviation=deviation if deviation is not None else s.deviation,
+        freeze_path=Path(freeze_path) if freeze_path else None,
+    )

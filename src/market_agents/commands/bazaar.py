@@ -85,7 +85,29 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     from market_agents.bazaar.llm_eval import register_eval
 
-    register_eval(bsub)
+    ev = register_eval(bsub)
+    ev.add_argument("--results", default="results",
+                    help="results root whose spend ledger a paid provider is checked against "
+                    "and recorded in (default results)")
+    ev.description += (" A paid provider is refused before any call when --usd-cap plus the "
+                       "project's recorded spend passes the project cap (docs/guards.md).")
+    ev.set_defaults(func=cmd_eval)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """``ma bazaar eval`` with the project's spend ledger: a paid evaluation plans its USD cap."""
+    from market_agents.bazaar import llm_eval
+    from market_agents.commands import build_guard
+    from market_agents.protocol.ledger import check
+
+    guard = build_guard(args.results)
+
+    def paying(planned_usd: float):
+        check(guard.caps, planned_usd, f"ma bazaar eval {args.tier} {args.provider}/"
+              f"{args.model}", root=guard.root)
+        return guard.paying(args.out, planned_usd, kind="bazaar")
+
+    return llm_eval.cmd_eval(args, paying)
 
 
 def cmd_anchors(args: argparse.Namespace) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from market_agents.commands import add_serving_flags
+from market_agents.commands import add_guard_flags, add_serving_flags, build_guard
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -12,7 +12,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "cell", help="run one cell x seed of a design into its run directory",
         description="Build the config of CELL from DESIGN and run it with SEED into "
         "results/runs/<design>/<cell>/seed<NNNN>/ (results/rehearsal/... with --mock). Live "
-        "cells always use a response cache (default results/cache/<design>.sqlite). Does not "
+        "cells always use a response cache (default results/cache/<design>.sqlite). Before a "
+        "live run's first call: the freeze check for the confirmatory design and the "
+        "project/pilot caps against the spend ledger (docs/guards.md). Does not "
         "score: `ma outcomes RUN_DIR` does.")
     p.add_argument("design", help="design YAML")
     p.add_argument("cell", help="cell name")
@@ -23,6 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_serving_flags(p, "the run")
     p.add_argument("--results", default="results", help="results root (default results)")
     p.add_argument("--any-seed", action="store_true", help="allow a seed not in the cell's list")
+    add_guard_flags(p)
     p.set_defaults(func=main)
 
 
@@ -39,6 +42,7 @@ def main(args: argparse.Namespace) -> int:
                           f"{args.design} ({cell.seeds[0]}..{cell.seeds[-1]}); "
                           "--any-seed allows it")
     out = simulate(design, args.cell, args.seed, args.mock, args.cache, args.results,
-                   replay=args.replay, new_cache=args.new_cache)
+                   replay=args.replay, new_cache=args.new_cache,
+                   guard=build_guard(args.results, args.deviation))
     print(f"wrote {out}")
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from market_agents.commands import add_serving_flags
+from market_agents.commands import add_guard_flags, add_serving_flags, build_guard
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,7 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Validate DESIGN, then run and score each cell x seed: cells served by "
         "the mock in parallel processes (--workers), live cells one at a time through the "
         "shared cache. A run whose outcomes.json exists is reused, so an interrupted design "
-        "resumes without re-calling anything. Ends with `ma gather`.")
+        "resumes without re-calling anything. Live runs pass the freeze check (confirmatory "
+        "design) and the project/pilot caps against the spend ledger before the first call "
+        "(docs/guards.md). Ends with `ma gather`.")
     p.add_argument("design", help="design YAML, e.g. config/designs/exploratory.yaml")
     p.add_argument("--cells", nargs="+", default=None, help="only these cells")
     p.add_argument("--max-seeds", type=int, default=None, help="only the first N seeds per cell")
@@ -29,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--results", default="results", help="results root (default results)")
     add_serving_flags(p, "every run")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_guard_flags(p)
     p.set_defaults(func=main)
 
 
@@ -45,7 +48,8 @@ def main(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     counts = run_design(design, args.cells, args.max_seeds, args.workers, args.cache, args.mock,
                         args.results, progress=False if args.quiet else None,
-                        replay=args.replay, new_cache=args.new_cache)
+                        replay=args.replay, new_cache=args.new_cache,
+                        guard=build_guard(args.results, args.deviation))
     out = write_gather(design, args.mock, args.results, allow_missing=bool(
         args.cells or args.max_seeds))
     print(f"{design.name}: {counts['ran']} ran, {counts['scored']} scored, {counts['reused']} "

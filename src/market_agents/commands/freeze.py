@@ -15,10 +15,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "freeze",
         help="write or verify results/manifests/freeze.json",
         description="`create` records the git revision, SHA-256 of llm/prompting.py, "
-        "llm/schema.py and outcomes.py, the confirmatory design (config_hash, cells, seeds, "
-        "tier budgets, model ids and prices), thresholds and the sensitivity grid, the pilot's "
-        "sigma_d table and the MDE per cell. It never overwrites a freeze. `verify` fails when a "
-        "frozen file or the confirmatory config_hash changed.",
+        "llm/schema.py and outcomes.py, the confirmatory design as a whole (cells, seeds, "
+        "overrides, caps, tiers, budgets, model ids and prices), thresholds and the sensitivity "
+        "grid, the pilot's sigma_d table and the MDE per cell. It never overwrites a freeze. "
+        "`verify` fails, naming each difference, when a frozen file or any part of the design "
+        "changed, HEAD is not the frozen commit or the work tree has uncommitted changes; every "
+        "confirmatory live call runs the same check (docs/guards.md).",
     )
     fsub = p.add_subparsers(dest="freeze_command", metavar="ACTION", required=True)
     c = fsub.add_parser("create", help="write the freeze")
@@ -28,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--accept-failed-pilot", action="store_true",
                    help="freeze although a pilot criterion failed (record it as a deviation)")
     c.set_defaults(func=_create)
-    v = fsub.add_parser("verify", help="check the freeze against the code and design now")
+    v = fsub.add_parser("verify", help="check the freeze against the code, design and commit "
+                        "now")
     v.add_argument("design", help="confirmatory design YAML")
     v.add_argument("--freeze", type=Path, default=Path("results/manifests/freeze.json"))
     v.set_defaults(func=_verify)
@@ -55,6 +58,10 @@ def _create(args: argparse.Namespace) -> int:
             f"`ma freeze create {args.design} --accept-failed-pilot` and record the deviation")
     prices = yaml.safe_load(design.prices_path.read_text()) or {}
     freeze = build(design_facts(design), pilot, prices, default_thresholds())
+    if freeze["git"]["dirty"]:
+        raise FreezeError("the work tree has uncommitted changes to tracked files: commit "
+                          "them first (the freeze pins a commit, and every confirmatory live "
+                          "call checks that HEAD is that commit and the tree is clean)")
     freeze["pilot_failed_criteria_accepted"] = failed
     write_json_atomic(args.out, freeze)
     print(f"froze {design.name} at {freeze['git']['commit']} -> {args.out}")
@@ -63,8 +70,10 @@ def _create(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     from market_agents.protocol.design import load_design
-    from market_agents.protocol.freeze import base_config_hash, load, verify
+    from market_agents.protocol.freeze import design_facts, git_revision, load, verify
 
-    verify(load(args.freeze), base_config_hash(load_design(args.design)), where=str(args.freeze))
-    print(f"{args.freeze}: matches the code and {args.design}")
+    frozen = load(args.freeze)
+    verify(frozen, design_facts(load_design(args.design)), git_revision(), where=str(args.freeze))
+    print(f"{args.freeze}: matches the code, {args.design} and HEAD "
+          f"{(frozen.get('git') or {}).get('commit') or '(no git repository)'}")
     return 0

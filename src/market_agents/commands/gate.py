@@ -7,6 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
+from market_agents.commands import add_guard_flags, build_guard
 from market_agents.errors import BudgetExceeded, ConfigError
 from market_agents.pipeline.workflow_config import DEFAULTS
 
@@ -19,8 +20,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="budget gate: approve a design/tier's live runs, check one, reconcile spend",
         description="The workflow's budget gate (protocol §1, §5.3). `approve` plans a tier's "
         "live spend, adds what finished runs recorded, refuses over the tier budget, the pilot "
-        "cap or the project cap, applies the order of sacrifice after an overrun and writes "
-        "results/manifests/budget/<design>_<tier>.json. `check` is run by every live job. "
+        "cap or the project cap (spend from the project's spend ledger, docs/guards.md), checks "
+        "the freeze for the confirmatory design, applies the order of sacrifice after an "
+        "overrun and writes results/manifests/budget/<design>_<tier>.json. `check` is run by "
+        "every live job. "
         "`reconcile` records a tier's spend against its plan.",
     )
     gsub = p.add_subparsers(dest="gate_command", metavar="ACTION", required=True)
@@ -34,16 +37,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="USD, all live spend (default %(default)s)")
     a.add_argument("--pilot-cap", type=float, default=None, help="USD; set for the pilot design")
     a.add_argument("--freeze", type=Path, default=None,
-                   help="require this freeze file to exist and match (confirmatory design)")
+                   help="require this freeze file to exist and match (default for the "
+                   "confirmatory design: RESULTS/manifests/freeze.json)")
     a.add_argument("--tolerance", type=float, default=DEFAULTS.reconcile_tolerance,
                    help="spend over plan that triggers the order of sacrifice "
                    "(default %(default)s)")
     a.add_argument("--t1-min-seeds", type=int, default=DEFAULTS.t1_min_seeds,
                    help="T1 cells keep at least this (default %(default)s)")
     a.add_argument("--results", type=Path, default=RESULTS, help="results root")
+    add_guard_flags(a)
     a.set_defaults(func=_approve)
 
-    c = gsub.add_parser("check", help="fail unless a run is approved (and the freeze holds)")
+    c = gsub.add_parser("check", help="fail unless a run is approved")
     c.add_argument("manifest", type=Path, help="budget manifest written by `approve`")
     c.add_argument("--cell", required=True)
     c.add_argument("--seed", type=int, required=True)
@@ -64,13 +69,6 @@ def _write(path: Path, data: dict) -> None:
     write_json_atomic(path, data)
 
 
-def _verify_freeze(path: Path, design_path: str) -> None:
-    from market_agents.protocol.design import load_design
-    from market_agents.protocol.freeze import base_config_hash, load, verify
-
-    verify(load(path), base_config_hash(load_design(design_path)), where=str(path))
-
-
 def _approve(args: argparse.Namespace) -> int:
     from market_agents.protocol.design import load_design
     from market_agents.protocol.gate import Caps, approve, check_keys, design_runs, project_spent
@@ -83,8 +81,11 @@ def _approve(args: argparse.Namespace) -> int:
         tiers = sorted({r.tier for r in runs})
         raise ConfigError(f"{args.design}: no cells in tier {args.tier!r} (tiers: "
                           f"{', '.join(tiers)})")
-    if args.freeze is not None:
-        _verify_freeze(args.freeze, args.design)
+    guard = build_guard(str(args.results), args.deviation,
+                        str(args.freeze) if args.freeze else None)
+    record = {}
+    if args.freeze is not None or guard.is_confirmatory(design.name):
+        record = guard.check_freeze(design)
     check_keys(design, sorted({r.cell for r in mine if r.decisions > 0 and not r.done}), where)
     pilot_cap = args.pilot_cap
     if pilot_cap is not None and design.budget.cap_usd is not None:
@@ -99,7 +100,8 @@ def _approve(args: argparse.Namespace) -> int:
     )
     manifest = approve(design.name, args.tier, runs, caps)
     manifest["design_file"] = str(args.design)
-    manifest["freeze"] = str(args.freeze) if args.freeze else None
+    manifest["freeze"] = record["freeze"]["file"] if record else None
+    manifest.update({k: v for k, v in record.items() if k != "freeze"})
     _write(args.out, manifest)
     plan = manifest["plan"]
     print(f"budget gate {where}: approved {plan['live_runs']} live runs, "
@@ -122,8 +124,6 @@ def _check(args: argparse.Namespace) -> int:
             "of sacrifice, or added after the gate ran). Re-run snakemake: the target then "
             "requests only approved runs and the gate re-approves a changed design"
         )
-    if manifest.get("freeze"):
-        _verify_freeze(Path(manifest["freeze"]), manifest["design_file"])
     print(f"approved: {manifest['design']}/{args.cell} seed {args.seed}")
     return 0
 

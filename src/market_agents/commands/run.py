@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from market_agents.commands import add_serving_flags
+from market_agents.commands import add_guard_flags, add_serving_flags, build_guard
 from market_agents.config import load_config
 
 
@@ -14,7 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="run one simulation",
         description="Run one simulation of CONFIG with SEED and write config.yaml, "
         "manifest.json and the ticks/trades/orders/agents/llm_decisions parquet files to OUT "
-        "(written to a temporary directory, then renamed: OUT is complete or absent).",
+        "(written to a temporary directory, then renamed: OUT is complete or absent). A config "
+        "that calls a paid provider is checked against the spend ledger of --results first, "
+        "and, when it is a confirmatory cell's config, against the freeze (docs/guards.md).",
     )
     p.add_argument("config", help="simulation config YAML, e.g. config/baseline.yaml")
     p.add_argument("--seed", type=int, required=True, help="run seed (0..2**32-1)")
@@ -30,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="override a config key; VALUE is YAML, e.g. "
                    "--set exchange.halt_threshold=0.05 (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bar, no summary line")
+    p.add_argument("--results", default="results",
+                   help="results root whose spend ledger and freeze apply (default results)")
+    add_guard_flags(p)
     p.set_defaults(func=main)
 
 
@@ -42,9 +47,16 @@ def main(args: argparse.Namespace) -> int:
     config = load_config(args.config, sets)
     check_seed(args.seed)
     prepare_out(args.out)
-    out = run_to_dir(config, args.seed, args.out, args.cache,
-                     progress=False if args.quiet else None, new_cache=args.new_cache,
-                     expect=args.expect)
+    guard = build_guard(args.results, args.deviation)
+    record, planned = guard.config_run(config, f"ma run {args.config} --out {args.out}")
+    progress = False if args.quiet else None
+    serving = {"new_cache": args.new_cache, "expect": args.expect}
+    if planned > 0:
+        with guard.paying(args.out, planned):
+            out = run_to_dir(config, args.seed, args.out, args.cache, progress, record=record,
+                             **serving)
+    else:
+        out = run_to_dir(config, args.seed, args.out, args.cache, progress, **serving)
     if not args.quiet:
         manifest = read_manifest(out)
         print(f"wrote {out} (conservation {'ok' if manifest['final_conservation_ok'] else 'FAILED'}"

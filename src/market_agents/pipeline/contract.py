@@ -5,6 +5,10 @@ run's raw evaluation inputs; ``src/main.py`` runs the target and copies those in
 
 Modes: ``sanity`` runs the target on the tiny test designs (config/test/workflow.yaml), ``pilot``
 on the first seed of every cell, ``full`` as configured; a run config may override each.
+A sanity run is a test, never a result: it runs in its own project directory,
+``results/sanity/<run_id>/`` (a fresh copy of config/ and its own results/, caches, manifests,
+spend ledger and Snakemake state), so it can never replace or count against live work under
+``results/runs``, ``results/cache`` or ``results/manifests``.
 """
 
 from __future__ import annotations
@@ -72,8 +76,24 @@ def load_run_spec(run_id: str, root: Path = Path(".")) -> RunSpec:
     return spec
 
 
+SANITY_ROOT = Path("results/sanity")
+
+
 def run_dir(spec: RunSpec, mode: str, root: Path = Path("results/contract")) -> Path:
     return root / spec.run_id / mode
+
+
+def project_dir(spec: RunSpec, mode: str, workdir: Path = Path(".")) -> Path:
+    """Where the mode's target runs: the project itself, or for ``sanity`` its own directory
+    ``results/sanity/<run_id>/`` holding a fresh copy of the project's config/."""
+    if mode != "sanity":
+        return workdir
+    sandbox = workdir / SANITY_ROOT / spec.run_id
+    if (sandbox / "config").exists():
+        shutil.rmtree(sandbox / "config")
+    sandbox.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(workdir / "config", sandbox / "config")
+    return sandbox
 
 
 def snakemake_command(spec: RunSpec, mode: str, directory: Path | None = None) -> list[str]:
@@ -91,19 +111,23 @@ def snakemake_command(spec: RunSpec, mode: str, directory: Path | None = None) -
 
 
 def execute(spec: RunSpec, mode: str, workdir: Path = Path(".")) -> Path:
-    """Run the target, then copy each design's outcomes.parquet into eval_inputs/."""
-    cmd = snakemake_command(spec, mode, workdir)
+    """Run the target (in :func:`project_dir`), then copy each design's outcomes.parquet into
+    eval_inputs/."""
+    project = project_dir(spec, mode, workdir)
+    cmd = snakemake_command(spec, mode, project)
     done = subprocess.run(cmd)
     if done.returncode != 0:
+        unlock = (f"make unlock TARGET={spec.target}" if project == workdir else
+                  f"snakemake --unlock {spec.target} --directory {project}")
         raise ConfigError(f"snakemake {spec.target} failed (exit {done.returncode}); see its "
-                          "output above; after a kill run `make unlock TARGET=…` first")
+                          f"output above; after a kill run `{unlock}` first")
     out = workdir / run_dir(spec, mode)
     inputs = out / "eval_inputs"
     if inputs.exists():
         shutil.rmtree(inputs)
     inputs.mkdir(parents=True)
     for design in spec.designs:
-        src = workdir / "results" / "runs" / design / "outcomes.parquet"
+        src = project / "results" / "runs" / design / "outcomes.parquet"
         if not src.exists():
             raise ConfigError(f"{src} does not exist: target {spec.target!r} does not produce "
                               f"design {design!r}; fix designs in config/run/{spec.run_id}.yaml")

@@ -71,12 +71,41 @@ class WorkflowConfig(Strict):
 
         flags = {REPLAY_ENV: self.replay, NEW_CACHE_ENV: self.new_cache}
         return {name: "1" for name, on in flags.items() if on}
+    deviation: str | None = Field(
+        default=None, description="run confirmatory live jobs although the freeze no longer "
+        "matches, for this reason (`--config deviation='...'`; logged in "
+        "results/manifests/deviations.jsonl and in every run manifest)"
+    )
+
+    def guard_env(self) -> dict[str, str]:
+        """Environment for the `ma` jobs: the settings the guards of every paying command
+        read (caps, the pilot and confirmatory designs, the deviation). Not rule parameters,
+        so a new deviation or cap never re-runs a finished job."""
+        keep = ("designs_dir", "pilot", "confirmatory", "project_cap_usd", "pilot_cap_usd",
+                "deviation")
+        return {GUARD_ENV: json.dumps(self.model_dump(include=set(keep)), sort_keys=True)}
 
     def design_path(self, name: str) -> Path:
         return Path(self.designs_dir) / f"{name}.yaml"
 
 
 DEFAULTS = WorkflowConfig()
+GUARD_ENV = "MARKET_AGENTS_GUARDS"
+
+
+def guard_settings() -> WorkflowConfig:
+    """The protocol settings a paying `ma` command guards with: :data:`DEFAULTS`, or the
+    invoking workflow's config when it runs as a workflow job (:meth:`WorkflowConfig.guard_env`)."""
+    import os
+
+    raw = os.environ.get(GUARD_ENV)
+    if not raw:
+        return DEFAULTS
+    try:
+        return validate_workflow_config(json.loads(raw), f"${GUARD_ENV}")
+    except ValueError:
+        raise ConfigError(f"${GUARD_ENV}: not valid JSON; it is set by the workflow "
+                          "(rules/common.smk), unset it to use the defaults") from None
 
 
 def validate_workflow_config(

@@ -14,11 +14,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from market_agents.errors import BudgetExceeded, ConfigError
+from market_agents.errors import ConfigError
+from market_agents.protocol import ledger
 from market_agents.protocol.design import RESULTS, Design, run_dir
+from market_agents.protocol.ledger import recorded_usd
 from market_agents.protocol.planning import RunPlan, run_plans
 from market_agents.protocol.tiers import SACRIFICE_ORDER, tier_key
-from market_agents.sim.rundir import MANIFEST_FILE, OUTCOMES_FILE
+from market_agents.sim.rundir import OUTCOMES_FILE
 
 
 @dataclass(frozen=True)
@@ -85,17 +87,8 @@ def sacrifice(
     return cut
 
 
-def usd(x: float) -> str:
-    """Cents for real amounts, four decimals below 1 USD so small plans stay readable."""
-    return f"{x:.2f}" if x == 0 or abs(x) >= 1 else f"{x:.4f}"
-
-
 def _refuse(what: str, cap: float, plan: float, spent: float, where: str, advice: str) -> None:
-    raise BudgetExceeded(
-        f"budget gate {where}: refused: plan {usd(plan)} USD + spent {usd(spent)} USD = "
-        f"{usd(plan + spent)} USD exceeds the {what} {usd(cap)} USD; no live job was started. "
-        f"{advice}"
-    )
+    ledger.refuse(what, cap, plan, spent, f"budget gate {where}", advice)
 
 
 def approve(design: str, tier: str, runs: Sequence[RunPlan], caps: Caps) -> dict:
@@ -180,22 +173,6 @@ def cut_runs(design: str, tier: str, root: Path | str = RESULTS) -> set[tuple[st
     return {(c["cell"], c["seed"]) for c in json.loads(path.read_text()).get("cut", [])}
 
 
-def recorded_usd(run: Path) -> float | None:
-    """USD of the paid answers a finished run used (protocol §5.3: sum(llm_usd) over its paid
-    answers), from its manifest (``rundir.paid_usd``): every answer from a live provider at its
-    priced cost, whether this execution paid for it or read it from the cache. So a run
-    killed and resumed counts the answers paid before the kill, and mock answers count
-    nothing. Else ``llm_usd`` of outcomes.json; None when the run has not finished."""
-    from market_agents.sim.rundir import paid_usd
-
-    outcomes, manifest = run / OUTCOMES_FILE, run / MANIFEST_FILE
-    if manifest.exists():
-        return paid_usd(json.loads(manifest.read_text()))
-    if outcomes.exists():
-        return float(json.loads(outcomes.read_text()).get("llm_usd") or 0.0)
-    return None
-
-
 def design_runs(design: Design, results: Path = Path("results")) -> list[RunPlan]:
     """The design's planned runs with what each finished one paid (from its run directory)."""
     return [replace(r, spent_usd=recorded_usd(run_dir(design.name, r.cell, r.seed,
@@ -204,12 +181,8 @@ def design_runs(design: Design, results: Path = Path("results")) -> list[RunPlan
 
 
 def project_spent(results: Path = Path("results")) -> float:
-    """Recorded live spend of every design (rehearsals excluded: they live apart)."""
-    total = 0.0
-    for run in sorted((results / "runs").glob("*/*/seed*")):
-        usd = recorded_usd(run)
-        total += usd or 0.0
-    return total
+    """Recorded live spend of the project: the ledger's total (rehearsals live apart)."""
+    return ledger.spend(results).total_usd
 
 
 def missing_keys(design: Design, cells: list[str]) -> list[tuple[str, str]]:

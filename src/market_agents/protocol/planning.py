@@ -21,6 +21,7 @@ from market_agents.llm.config import TokenProfile
 from market_agents.protocol.tiers import NO_TIER, label
 
 if TYPE_CHECKING:  # design.py imports this module to check budgets when a design loads
+    from market_agents.config import Config
     from market_agents.protocol.design import Design
 
 
@@ -83,13 +84,63 @@ class CellPlan:
 
 def decisions_per_agent(design: Design, cell: str) -> int:
     config = design.cell_config(cell)
-    if design.planning.decisions_per_agent:
-        per = design.planning.decisions_per_agent
-    else:
+    return config_decisions_per_agent(config, design.planning.decisions_per_agent)
+
+
+def config_decisions_per_agent(config: Config, per: int | None = None) -> int:
+    """The planning convention: floor((ticks - burn_in) / decision_interval) unless ``per``
+    is given, capped at the config's ``decision_cap``."""
+    if not per:
         sim = config.simulation
         per = (sim.ticks - sim.burn_in) // sim.decision_interval
     cap = config.population.llm.decision_cap
     return min(per, cap) if cap else per
+
+
+def live_decisions(config: Config, per_agent: int) -> dict[str, float]:
+    """Planned live decisions of one run by model id: LLM slots x decisions per agent, split
+    over the paid routes by their share and over a route's model ids evenly."""
+    llm = config.population.llm
+    n_llm = config.population.n_llm
+    by_model: dict[str, float] = {}
+    if n_llm > 0:
+        for route in llm.paid_routes():
+            ids = llm.model_ids(route)
+            for model in ids:
+                share = llm.provider_mix[route] / len(ids)
+                by_model[model] = by_model.get(model, 0.0) + n_llm * per_agent * share
+    return by_model
+
+
+def capped(by_model: dict[str, float], rates: dict[str, float],
+           usd_cap: float) -> dict[str, float]:
+    """Decisions stop at a per-run ``usd_cap`` below the planned run cost: the run buys
+    floor(cap / mean rate) decisions."""
+    run_usd = sum(d * rates[m] for m, d in by_model.items())
+    if not 0 < usd_cap < run_usd:
+        return by_model
+    mean_rate = run_usd / sum(by_model.values())
+    kept = math.floor(usd_cap / mean_rate + 1e-9)
+    scale = kept / sum(by_model.values())
+    return {m: d * scale for m, d in by_model.items()}
+
+
+def plan_config(config: Config, tokens_in: int = _TOKENS.tokens_in,
+                tokens_out: int = _TOKENS.tokens_out) -> float:
+    """Planned USD of one run of a bare config (``ma run``): its live decisions priced by the
+    price table at the planned tokens per decision, stopped at its ``usd_cap``; 0.0 when it
+    makes no paid call (also in replay, which serves every answer from the cache)."""
+    if config.population.llm.replay:
+        return 0.0
+    by_model = live_decisions(config, config_decisions_per_agent(config))
+    if not by_model:
+        return 0.0
+    from market_agents.llm.pricing import load_prices
+
+    table = load_prices()
+    rates = {m: table.planned_cost(m, tokens_in, tokens_out) for m in by_model}
+    by_model = capped(by_model, rates, config.population.llm.usd_cap)
+    return sum(d * rates[m] for m, d in by_model.items())
 
 
 def plan_cell(design: Design, cell: str, tokens_in: int = _TOKENS.tokens_in,
@@ -104,26 +155,15 @@ def plan_cell(design: Design, cell: str, tokens_in: int = _TOKENS.tokens_in,
     per_agent = decisions_per_agent(design, cell)
     n_llm = config.population.n_llm
     live = design.is_live(cell)
-    by_model: dict[str, float] = {}
-    if live:
-        for route in llm.paid_routes():
-            ids = llm.model_ids(route)
-            for model in ids:
-                share = llm.provider_mix[route] / len(ids)
-                by_model[model] = by_model.get(model, 0.0) + n_llm * per_agent * share
+    by_model = live_decisions(config, per_agent) if live else {}
     rates = design.planning.usd_per_decision
     for model in by_model:
         if model not in rates:
             raise ConfigError(f"{design.where(cell)}: live model {model!r} has no planning "
                               f"price (planning.usd_per_decision) in {design.path}")
+    if live:
+        by_model = capped(by_model, rates, llm.usd_cap)
     run_usd = sum(d * rates[m] for m, d in by_model.items())
-    if live and 0 < llm.usd_cap < run_usd:
-        # Decisions stop at the cap: the run buys floor(cap / mean rate) decisions.
-        mean_rate = run_usd / sum(by_model.values())
-        kept = math.floor(llm.usd_cap / mean_rate + 1e-9)
-        scale = kept / sum(by_model.values())
-        by_model = {m: d * scale for m, d in by_model.items()}
-        run_usd = sum(d * rates[m] for m, d in by_model.items())
     table_rate = {}
     if by_model:
         from market_agents.llm.pricing import load_prices

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from itertools import product
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -25,6 +25,9 @@ from market_agents.atomic import write_parquet_atomic
 from market_agents.errors import MarketAgentsError
 from market_agents.protocol.design import RESULTS, Design, cache_path, design_dir, run_dir
 from market_agents.sim.rundir import OUTCOMES_FILE, is_complete, read_json, read_manifest
+
+if TYPE_CHECKING:
+    from market_agents.protocol.guard import Guard
 
 
 class MissingRuns(MarketAgentsError):
@@ -62,10 +65,12 @@ def paid_runs(design: Design, mock: bool = False,
 def simulate(design: Design, cell: str, seed: int, mock: bool = False,
              cache: str | Path | None = None, root: Path | str = RESULTS,
              progress: bool | None = False, replay: bool = False,
-             new_cache: bool = False) -> Path:
+             new_cache: bool = False, guard: Guard | None = None) -> Path:
     """One run into its run_dir (atomic, via runner.run_to_dir). ``replay``: serve every
     answer from the cache (a miss stops the run); ``new_cache``: allow an empty or missing
-    cache although the design's runs recorded paid answers."""
+    cache although the design's runs recorded paid answers. A live run with a ``guard``
+    passes its freeze and spend checks first, is recorded in the spend ledger while it runs,
+    and carries the guard's record (freeze, deviation) in its manifest."""
     from market_agents.sim.runner import run_to_dir
 
     config = design.cell_config(cell, mock=mock)
@@ -75,9 +80,16 @@ def simulate(design: Design, cell: str, seed: int, mock: bool = False,
     cache = run_cache(design, cell, cache, mock, root)
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)
-    return run_to_dir(config, seed, run_dir(design.name, cell, seed, mock, root), cache,
-                      progress=progress, new_cache=new_cache,
-                      paid_runs=paid_runs(design, mock, root) if cache is not None else None)
+    out = run_dir(design.name, cell, seed, mock, root)
+    paid = paid_runs(design, mock, root) if cache is not None else None
+    if guard is None or mock or not design.is_live(cell):
+        return run_to_dir(config, seed, out, cache, progress=progress, new_cache=new_cache,
+                          paid_runs=paid)
+    record, planned = guard.design_runs(design, [(cell, seed)],
+                                        f"ma cell {design.name}/{cell} seed {seed}")
+    with guard.paying(out, planned, design=design.name):
+        return run_to_dir(config, seed, out, cache, progress=progress, new_cache=new_cache,
+                          paid_runs=paid, record=record)
 
 
 def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path) -> None:
@@ -94,7 +106,7 @@ def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path) ->
 def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
                   cache: str | Path | None = None, root: Path | str = RESULTS,
                   th: Thresholds | None = None, replay: bool = False,
-                  new_cache: bool = False) -> str:
+                  new_cache: bool = False, guard: Guard | None = None) -> str:
     """Simulate and score one run unless already done; returns what was done."""
     path = run_dir(design.name, cell, seed, mock, root)
     if is_complete(path):
@@ -103,7 +115,8 @@ def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
             return "reused"
         did = "scored"
     else:
-        simulate(design, cell, seed, mock, cache, root, replay=replay, new_cache=new_cache)
+        simulate(design, cell, seed, mock, cache, root, replay=replay, new_cache=new_cache,
+                 guard=guard)
         did = "ran"
     write_outcomes(path, th)
     return did
@@ -190,9 +203,11 @@ def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | 
                workers: int = 1, cache: str | Path | None = None, mock: bool = False,
                root: Path | str = RESULTS, th: Thresholds | None = None,
                progress: bool | None = None, replay: bool = False,
-               new_cache: bool = False) -> dict[str, int]:
+               new_cache: bool = False, guard: Guard | None = None) -> dict[str, int]:
     """Run and score every (cell, seed) not yet scored: cells served by the mock in parallel
-    processes, live cells one at a time in this process through the shared cache."""
+    processes, live cells one at a time in this process through the shared cache. With a
+    ``guard``, the live runs still to make are checked as a whole before anything runs (the
+    freeze, the caps for their total plan), and each again before its first call."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from multiprocessing import get_context
 
@@ -204,6 +219,10 @@ def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | 
     todo = design.runs(cells, max_seeds)
     live = [(c, s) for c, s in todo if not mock and design.is_live(c)]
     free = [(c, s) for c, s in todo if (c, s) not in set(live)]
+    if guard is not None:
+        unfinished = [(c, s) for c, s in live if not is_complete(run_dir(design.name, c, s,
+                                                                         root=root))]
+        guard.design_runs(design, unfinished, f"ma design {design.name}")
     counts = {"ran": 0, "scored": 0, "reused": 0}
     bar = tqdm(total=len(todo), desc=design.name, unit="run", disable=progress is False)
 
@@ -223,6 +242,6 @@ def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | 
         for c, s in free:
             done(c, s, run_and_score(design, c, s, mock, free_cache, root, th, replay))
     for c, s in live:
-        done(c, s, run_and_score(design, c, s, mock, cache, root, th, replay, new_cache))
+        done(c, s, run_and_score(design, c, s, mock, cache, root, th, replay, new_cache, guard))
     bar.close()
     return counts

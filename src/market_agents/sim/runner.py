@@ -97,14 +97,17 @@ def _same_run(path: Path, config: Config, seed: int) -> bool:
 def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | None = None,
                progress: bool | None = None, new_cache: bool = False,
                expect: str | Path | None = None,
-               paid_runs: list[tuple[Path, float]] | None = None) -> Path:
+               paid_runs: list[tuple[Path, float]] | None = None,
+               record: dict | None = None) -> Path:
     """Simulate ``config`` with ``seed`` into the run directory ``out`` (complete or absent).
 
     ``cache``: the response cache (checked first, see :func:`prepare_cache`). ``expect``: a
     finished run this one must reproduce decision by decision (default: ``out`` itself when it
     exists): a stored answer that differs from the one that run used stops the run
     (``ReplayMismatch``). Raises ``RunFailed`` (after writing ``<out>.failed.json``) when too
-    many LLM calls failed, ``OSError`` naming ``out`` when the files cannot be written."""
+    many LLM calls failed, ``OSError`` naming ``out`` when the files cannot be written.
+    ``record``: keys added to manifest.json (the guards' freeze and deviation record of a live
+    run, docs/guards.md)."""
     from market_agents.agents.llm_trader import RunFailed
     from market_agents.sim.simulation import simulate
 
@@ -139,6 +142,7 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
                 "treatment": config.treatment,
                 "wall_time_s": round(time.perf_counter() - started, 4),
                 **summary,
+                **(record or {}),
             }
             rundir.write_files(tmp, dump_yaml(config), tables, manifest)
             if out.exists():

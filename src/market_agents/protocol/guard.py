@@ -1,0 +1,156 @@
+"""The guards every path to a paid call runs before its first call: one implementation, used
+by ``ma run``, ``ma cell``, ``ma design``, ``ma bazaar eval`` and the budget gate (so by every
+workflow job that can pay).
+
+- **The freeze** (protocol §5.1, §6): a live call of the confirmatory design (a cell of it, or
+  ``ma run`` of one of its cells' configs) needs ``freeze.json``, and everything it froze must
+  still hold: the frozen files, the design as a whole, the commit, a clean work tree.
+  Otherwise it is refused, unless the user passes ``--deviation "reason"``: the deviation is
+  appended to ``deviations.jsonl`` and carried into every run manifest it touches.
+- **The spend ledger** (``protocol.ledger``): the job's planned USD plus the project's
+  recorded spend must stay within the project cap and, for the pilot design, the pilot cap;
+  refused before any call, naming cap, plan and spent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from market_agents.protocol import deviations, freeze, ledger
+from market_agents.protocol.design import Design, load_design
+
+FREEZE_FILE = "manifests/freeze.json"
+
+
+@dataclass
+class Guard:
+    """The guards of one command.
+
+    Args:
+        root: the results root whose ledger, freeze and deviations log apply (``results``).
+        caps: the project cap and the pilot cap with the pilot design's name (USD).
+        confirmatory: the confirmatory design's name (the workflow config's ``confirmatory``).
+        confirmatory_file: its design file, to recognize ``ma run`` of one of its cells'
+            configs (None: only the freeze's record of its cells is used).
+        deviation: the reason given with ``--deviation``, if any.
+        freeze_path: the freeze file (default ``<root>/manifests/freeze.json``).
+    """
+
+    root: Path
+    caps: ledger.Caps
+    confirmatory: str
+    confirmatory_file: Path | None = None
+    deviation: str | None = None
+    freeze_path: Path | None = None
+    _facts: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    @property
+    def freeze_file(self) -> Path:
+        return self.freeze_path or Path(self.root) / FREEZE_FILE
+
+    def _frozen(self) -> dict[str, Any] | None:
+        """The freeze's content, or None when there is none (or it cannot be read: the freeze
+        check itself then names the problem)."""
+        try:
+            return json.loads(self.freeze_file.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def is_confirmatory(self, design_name: str) -> bool:
+        """The workflow's confirmatory design, or the design a freeze names."""
+        frozen = self._frozen()
+        return design_name == self.confirmatory or bool(frozen and frozen.get("design")
+                                                        == design_name)
+
+    # --- the freeze ---------------------------------------------------------------------
+
+    def _design_facts(self, design: Design) -> dict[str, Any]:
+        key = str(design.path)
+        if key not in self._facts:
+            self._facts[key] = freeze.design_facts(design)
+        return self._facts[key]
+
+    def check_freeze(self, design: Design | None) -> dict[str, Any]:
+        """The freeze check of a confirmatory live call (``design`` None: its design file is
+        gone). Returns the record for the run manifests (the freeze, the deviation if any);
+        raises :class:`freeze.FreezeError` without a freeze, or when something no longer
+        matches and no ``--deviation`` was given."""
+        frozen = freeze.load(self.freeze_file)
+        git = freeze.git_revision()
+        if design is None:
+            changed = [f"the confirmatory design file {self.confirmatory_file} is missing"]
+        else:
+            changed = freeze.mismatches(frozen, self._design_facts(design), git)
+        if changed and not self.deviation:
+            raise freeze.FreezeError(freeze.refusal(str(self.freeze_file), changed))
+        rec: dict[str, Any] = {"freeze": {
+            "file": str(self.freeze_file),
+            "sha256": hashlib.sha256(self.freeze_file.read_bytes()).hexdigest(),
+            "commit": (frozen.get("git") or {}).get("commit"), "holds": not changed}}
+        if self.deviation:
+            rec["deviations"] = [deviations.record(
+                self.root, self.deviation, changed, frozen.get("design"), git)]
+        return rec
+
+    def _deviation_only(self, design: str | None) -> dict[str, Any]:
+        if not self.deviation:
+            return {}
+        return {"deviations": [deviations.record(self.root, self.deviation, [], design,
+                                                 freeze.git_revision())]}
+
+    # --- before paid work ---------------------------------------------------------------
+
+    def design_runs(self, design: Design, runs: list[tuple[str, int]],
+                    where: str) -> tuple[dict[str, Any], float]:
+        """Check live runs (cell, seed) of ``design`` before the first call: the freeze for
+        the confirmatory design, then the caps for their planned USD. Runs of cells that make
+        no paid call are free and pass. Returns the record for their manifests and their
+        planned USD (planning rate)."""
+        from market_agents.protocol.planning import plan_cell
+
+        live = sorted({c for c, _ in runs if design.is_live(c)})
+        if not live:
+            return {}, 0.0
+        if self.is_confirmatory(design.name):
+            rec = self.check_freeze(design)
+        else:
+            rec = self._deviation_only(design.name)
+        per_run = {c: plan_cell(design, c).run_usd for c in live}
+        planned = sum(per_run.get(c, 0.0) for c, _ in runs)
+        ledger.check(self.caps, planned, where, design.name, self.root)
+        return rec, planned
+
+    def config_run(self, config, where: str) -> tuple[dict[str, Any], float]:
+        """Check a live run of a bare config (``ma run``): the freeze when the config is one
+        of the confirmatory design's live cells (now, or as frozen), then the caps. Returns
+        the record for its manifest and its planned USD (0.0: no paid call)."""
+        from market_agents.config import config_hash
+        from market_agents.protocol.planning import plan_config
+
+        planned = plan_config(config)
+        if planned <= 0:
+            return {}, 0.0
+        digest = config_hash(config)
+        design = self._confirmatory_design()
+        frozen = self._frozen() or {}
+        frozen_cells = ((frozen.get("fingerprint") or {}).get("cells") or {}).values()
+        now_cells = self._design_facts(design)["fingerprint"]["cells"].values() if design else []
+        confirmatory = any(c.get("config_hash") == digest
+                           for c in [*frozen_cells, *now_cells])
+        rec = self.check_freeze(design) if confirmatory else self._deviation_only(None)
+        ledger.check(self.caps, planned, where, None, self.root)
+        return rec, planned
+
+    def _confirmatory_design(self) -> Design | None:
+        path = self.confirmatory_file
+        return load_design(path) if path is not None and path.exists() else None
+
+    def paying(self, out: Path | str, planned_usd: float, kind: str = "run",
+               design: str | None = None) -> AbstractContextManager[dict[str, Any]]:
+        """The job's spend record in the ledger (``ledger.paying``)."""
+        return ledger.paying(self.root, out, planned_usd, kind, design)

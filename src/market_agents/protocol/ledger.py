@@ -1,0 +1,207 @@
+"""The project's one spend ledger (protocol §1, §5.3): what every paying command (``ma run``,
+``ma cell``, ``ma design``, ``ma bazaar eval``, the budget gate) reads before its first call.
+
+Recorded spend is read from the records the project keeps under its results root, never from
+a separate tally that could drift:
+
+- every finished run under ``<root>/runs/<design>/<cell>/seed<NNNN>/``: the USD of the paid
+  answers it used (:func:`recorded_usd`, from its manifest);
+- every *spend record* under ``<root>/manifests/spend/``: written by a paying job before its
+  first call (with its planned USD) and settled with what it paid when it ends. A job outside
+  ``<root>/runs`` (``ma run --out`` elsewhere, a live Bazaar evaluation) is known to the
+  ledger only through its record; a job that never settled (killed, or still running) counts
+  at its planned USD until it is resumed and finishes.
+
+:func:`check` refuses a new job before any call when its plan plus the recorded spend passes a
+cap, naming the cap, the plan and the spent amount. Rehearsals, sanity and smoke runs keep
+their own results root, so they never count against (or change) the live ledger.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from market_agents.atomic import write_json_atomic
+from market_agents.errors import BudgetExceeded, ConfigError
+from market_agents.sim.rundir import MANIFEST_FILE, OUTCOMES_FILE, is_complete
+
+SPEND_DIR = "manifests/spend"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One paid job in the ledger: a finished run, or a spend record."""
+
+    kind: str  # "run" (a simulation) or "bazaar" (a Bazaar evaluation)
+    path: str  # the run directory or output folder
+    design: str | None  # the design of a run under <root>/runs, else the record's
+    usd: float  # recorded USD, or the planned USD of a job that has not settled
+    settled: bool  # False: a job that started and never recorded what it paid
+
+
+@dataclass(frozen=True)
+class Spend:
+    """The ledger of one results root."""
+
+    entries: tuple[Entry, ...]
+
+    @property
+    def total_usd(self) -> float:
+        return sum(e.usd for e in self.entries)
+
+    @property
+    def unsettled_usd(self) -> float:
+        return sum(e.usd for e in self.entries if not e.settled)
+
+    def design_usd(self, design: str) -> float:
+        return sum(e.usd for e in self.entries if e.design == design)
+
+    def summary(self) -> dict[str, Any]:
+        by_kind: dict[str, float] = {}
+        for e in self.entries:
+            by_kind[e.kind] = by_kind.get(e.kind, 0.0) + e.usd
+        return {"total_usd": round(self.total_usd, 6),
+                "unsettled_usd": round(self.unsettled_usd, 6),
+                "by_kind_usd": {k: round(v, 6) for k, v in sorted(by_kind.items())},
+                "jobs": len(self.entries)}
+
+
+def recorded_usd(run: Path) -> float | None:
+    """USD of the paid answers a finished run used (protocol §5.3: sum(llm_usd) over its paid
+    answers), from its manifest (``rundir.paid_usd``): every answer from a live provider at its
+    priced cost, whether this execution paid for it or read it from the cache. So a run
+    killed and resumed counts the answers paid before the kill, and mock answers count
+    nothing. Else ``llm_usd`` of outcomes.json; None when the run has not finished. The ledger
+    and the gate read a run's spend only through this function."""
+    from market_agents.sim.rundir import paid_usd
+
+    outcomes, manifest = run / OUTCOMES_FILE, run / MANIFEST_FILE
+    if manifest.exists():
+        return paid_usd(json.loads(manifest.read_text()))
+    if outcomes.exists():
+        return float(json.loads(outcomes.read_text()).get("llm_usd") or 0.0)
+    return None
+
+
+def spend(root: Path | str = "results") -> Spend:
+    """Every paid job recorded under ``root`` (a results root: ``results`` for live work)."""
+    root = Path(root)
+    entries: list[Entry] = []
+    runs: set[str] = set()
+    for run in sorted((root / "runs").glob("*/*/seed*")):
+        usd = recorded_usd(run)
+        if usd is None:
+            continue
+        runs.add(str(run.resolve()))
+        entries.append(Entry("run", str(run), run.parts[-3], usd, True))
+    for path in sorted((root / SPEND_DIR).glob("*.json")):
+        try:
+            rec = json.loads(path.read_text())
+            out = Path(rec["out"])
+        except (ValueError, KeyError, TypeError):
+            raise ConfigError(f"{path}: not a spend record (malformed JSON or no 'out'); "
+                              "restore it from a backup: the ledger cannot count it") from None
+        if str(out.resolve()) in runs:
+            continue  # the run's manifest is its record
+        if rec.get("spent_usd") is not None:
+            entries.append(Entry(rec["kind"], rec["out"], rec.get("design"),
+                                 float(rec["spent_usd"]), True))
+        elif rec["kind"] == "run" and is_complete(out) and recorded_usd(out) is not None:
+            entries.append(Entry("run", rec["out"], rec.get("design"), recorded_usd(out) or 0.0,
+                                 True))
+        else:
+            entries.append(Entry(rec["kind"], rec["out"], rec.get("design"),
+                                 float(rec["planned_usd"]), False))
+    return Spend(tuple(entries))
+
+
+def usd(x: float) -> str:
+    """Cents for real amounts, four decimals below 1 USD so small plans stay readable."""
+    return f"{x:.2f}" if x == 0 or abs(x) >= 1 else f"{x:.4f}"
+
+
+def refuse(what: str, cap: float, plan: float, spent: float, where: str, advice: str) -> None:
+    """Raise :class:`BudgetExceeded` naming the cap, the plan and the spent amount."""
+    raise BudgetExceeded(
+        f"{where}: refused: plan {usd(plan)} USD + spent {usd(spent)} USD = "
+        f"{usd(plan + spent)} USD exceeds the {what} {usd(cap)} USD; no live call was made. "
+        f"{advice}"
+    )
+
+
+@dataclass(frozen=True)
+class Caps:
+    """The caps a paying job is checked against (USD)."""
+
+    project_cap_usd: float
+    pilot_cap_usd: float | None = None  # set when the job belongs to the pilot design
+    pilot: str | None = None  # the pilot design's name
+
+
+def check(caps: Caps, planned_usd: float, where: str, design: str | None = None,
+          root: Path | str = "results") -> Spend:
+    """Refuse (:class:`BudgetExceeded`) a job whose ``planned_usd`` plus the recorded spend
+    passes the project cap or, for the pilot design, the pilot cap. Returns the ledger read.
+
+    Args:
+        caps: the project cap and, for the pilot design, the pilot cap (USD).
+        planned_usd: USD the job plans to spend (its planning estimate or its USD cap).
+        where: what is checked, for the message (``ma cell pilot_openai/share_25 seed 1``).
+        design: the design the job belongs to (None for jobs outside a design).
+        root: the results root whose ledger is read.
+    """
+    ledger = spend(root)
+    advice = (f"Spend recorded in {Path(root)}/ (`ma spend` lists it); lower the plan or raise "
+              "the cap in config/workflow.yaml.")
+    if ledger.unsettled_usd:
+        advice += (f" {usd(ledger.unsettled_usd)} USD of it is jobs that started and never "
+                   "finished (counted at their plan until resumed).")
+    if caps.pilot_cap_usd is not None and design is not None and design == caps.pilot:
+        spent = ledger.design_usd(design)
+        if planned_usd + spent > caps.pilot_cap_usd + 1e-9:
+            refuse("pilot cap", caps.pilot_cap_usd, planned_usd, spent, where, advice)
+    if planned_usd + ledger.total_usd > caps.project_cap_usd + 1e-9:
+        refuse("project cap", caps.project_cap_usd, planned_usd, ledger.total_usd, where, advice)
+    return ledger
+
+
+def record_path(root: Path | str, out: Path | str) -> Path:
+    """The spend record of the job writing ``out`` (one per output path)."""
+    key = hashlib.sha256(str(Path(out).resolve()).encode()).hexdigest()[:16]
+    return Path(root) / SPEND_DIR / f"{key}.json"
+
+
+@contextlib.contextmanager
+def paying(root: Path | str, out: Path | str, planned_usd: float, kind: str = "run",
+           design: str | None = None) -> Iterator[dict[str, Any]]:
+    """Record a paid job in the ledger before its first call and settle it when it ends.
+
+    Yields the record; the caller sets ``record["spent_usd"]`` to what the job paid (a run
+    under ``<root>/runs`` need not: its manifest is its record). A job that raises stays
+    unsettled, counted at ``planned_usd`` until a rerun of the same output settles it.
+    """
+    path = record_path(root, out)
+    rec: dict[str, Any] = {
+        "kind": kind, "out": str(Path(out).resolve()), "design": design,
+        "planned_usd": round(planned_usd, 6), "spent_usd": None,
+        "command": " ".join(["ma", *sys.argv[1:]]) if sys.argv else "ma",
+        "started_at": _now(), "settled_at": None,
+    }
+    write_json_atomic(path, rec)
+    yield rec
+    if rec["spent_usd"] is None and kind == "run":
+        rec["spent_usd"] = recorded_usd(Path(out))
+    rec["settled_at"] = _now()
+    write_json_atomic(path, rec)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
