@@ -167,3 +167,13 @@ def test_auction_market_order_is_funded_at_its_limit():
     assert ex.order_log["reason"] == ["insufficient_funds", None]
     assert ex.order_log["kind"] == ["market", "market"]
     assert ex.accounts[1].committed_cash == 90 * 11_000
+
+
+def test_order_log_keeps_the_raw_price_beside_the_rounded_one():
+    ex = make()
+    ex.submit(0, Order(BUY, 1, 99.987))  # a model's price off the tick grid
+    ex.submit(1, Order(SELL, 1, None))  # a market order has no limit to round
+    ex.submit(2, Order(BUY, 0, 99.0))  # refused before rounding
+    log = ex.order_log
+    assert log["price"] == [99.987, None, 99.0]
+    assert log["rounded_price"] == [99.99, None, None]

@@ -9,6 +9,7 @@ drawn from that slot's own stream, so it never depends on any other slot.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,13 @@ class LLMTraderPool:
             self.nn: list[float] = []
         self.client = None if self.library else (client or LLMClient.from_settings(llm,
                                                                                    cache_path))
-        self.schema = schema.decision_schema()
+        self.rules = {"ticks": config.simulation.ticks,
+                      "decision_interval": config.simulation.decision_interval,
+                      "tick_size": config.exchange.tick_size,
+                      "order_ttl": config.exchange.order_ttl, "n_assets": self.n_assets}
+        # One parse for every answer of the run: the client, the cache and this pool agree on
+        # which answers are valid (the engine can act on them).
+        self.parse = functools.partial(schema.parse_decision, n_assets=self.n_assets)
         self.mock_seed = int(streams.generator(streams_mod.MOCK_LLM).integers(2**31))
         routes = llm.routes()
         personas = prompting.personas(llm.prompt_set)
@@ -119,14 +126,16 @@ class LLMTraderPool:
             channel = [{"peer": p, "tick": self.messages[p][0], "message": self.messages[p][1]}
                        for p in self.cohort.get(slot, []) if p in self.messages]
             self.activity["channel_read"] += len(channel)
-        messages = prompting.build_messages(view_snapshot(view), self.llm.prompt_set,
+        messages = prompting.build_messages(view_snapshot(view), self.rules, self.llm.prompt_set,
                                             a["persona"], memory, channel)
         settings = self.llm.settings(a["route"])
+        band = schema.price_band([x.mid_price for x in view.assets])
         return LLMRequest(
             provider=a["kind"],
             model=a["model"],
             messages=messages,
-            json_schema=self.schema,
+            json_schema=schema.decision_schema(self.n_assets, band),
+            structured_output=self.llm.structured_output(a["route"]),
             schema_name=schema.SCHEMA_NAME,
             prompt_id=prompting.prompt_id(self.llm.prompt_set, a["persona"]),
             prompt_version=prompting.PROMPT_VERSION,
@@ -144,8 +153,7 @@ class LLMTraderPool:
         if self.library is not None:
             return self._replay(tick, slots, views)
         requests = [self.request(tick, views[s]) for s in slots]
-        results = self.client.complete_many(requests, schema.parse_decision,
-                                            where=f"tick {tick}")
+        results = self.client.complete_many(requests, self.parse, where=f"tick {tick}")
         out: dict[int, list[Order | Cancel]] = {}
         for slot, req, res in zip(slots, requests, results, strict=True):
             out[slot] = self._apply(tick, slot, views[slot], req, res)
@@ -160,8 +168,6 @@ class LLMTraderPool:
                res: LLMResult) -> list[Order | Cancel]:
         d: schema.Decision | None = res.parsed
         valid, error = res.valid, res.error_class
-        if valid and d is not None and d.asset >= self.n_assets:
-            valid, error = False, "asset"
         orders: list[Order | Cancel] = []
         action, qty, price = "hold", 0, None
         if valid and d is not None and d.action != "hold":
@@ -252,10 +258,12 @@ class LLMTraderPool:
         models = sorted({a["model"] for a in self.assignment.values()})
         return {
             "prompt_version": prompting.PROMPT_VERSION,
+            "structured_output": {r: self.llm.structured_output(r) for r in self.llm.routes()},
             "price_assumptions": self.client.prices.assumptions(models),
             "llm_usage": self.client.usage_summary(),
             "llm_slots": [{"slot": s, "provider": a["route"], "model": a["model"],
-                           "prompt_id": prompting.prompt_id(self.llm.prompt_set, a["persona"])}
+                           "prompt_id": prompting.prompt_id(self.llm.prompt_set, a["persona"]),
+                           "structured_output": self.llm.structured_output(a["route"])}
                           for s, a in sorted(self.assignment.items())],
         }
 

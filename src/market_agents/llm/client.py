@@ -74,6 +74,13 @@ def _parsed_json(text: str, parse: Parse) -> Any:
     return obj.model_dump(mode="json") if hasattr(obj, "model_dump") else obj
 
 
+def is_valid_entry(entry: dict) -> bool:
+    """A stored answer is valid when it parsed at arrival (with the run's parse: the engine
+    can act on it) and is not a refusal: the rule :meth:`LLMClient._result` applies."""
+    return (entry.get("status") == "answered" and entry.get("parsed") is not None
+            and not entry.get("refusal"))
+
+
 class LLMClient:
     def __init__(
         self,
