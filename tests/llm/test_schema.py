@@ -28,10 +28,22 @@ def test_schema_is_strict_everywhere():
         assert sorted(obj["required"]) == sorted(obj["properties"])
     assert set(s["properties"]) == {"action", "asset", "quantity", "order_type", "limit_price",
                                     "message", "reason"}
-    # constraints both providers' strict modes reject are enforced after parsing instead
+    # the ranges stay on the wire (providers drop what they reject: test_structured.py)
     text = json.dumps(s)
-    for banned in ("minimum", "maximum", "maxLength", "title", "default"):
+    for banned in ("title", "default"):
         assert f'"{banned}"' not in text
+    assert s["properties"]["asset"]["enum"] == [0]
+    assert (s["properties"]["quantity"]["minimum"], s["properties"]["quantity"]["maximum"]) == (
+        0, schema.MAX_QTY)
+    assert s["properties"]["reason"]["maxLength"] == schema.MAX_TEXT
+    assert schema.decision_schema(2)["properties"]["asset"]["enum"] == [0, 1]
+
+
+def test_an_asset_the_run_does_not_list_is_invalid():
+    text = json.dumps(GOOD | {"asset": 1})
+    assert schema.parse_decision(text, n_assets=2).asset == 1
+    with pytest.raises(ValidationError, match="asset 1: this market lists asset 0 only"):
+        schema.parse_decision(text, n_assets=1)
 
 
 GOOD = {"action": "buy", "asset": 0, "quantity": 3, "order_type": "limit",

@@ -186,9 +186,19 @@ class LLMTraderPool:
             "action": action, "qty": qty, "price": price, "tokens_in": u.input,
             "tokens_cached": u.cached_input, "tokens_out": u.output,
             "tokens_reasoning": u.reasoning, "usd": res.usd, "latency_s": res.latency_s,
-            "error_class": error,
+            "error_class": error, "error_detail": self._why_invalid(res),
         })
         return orders
+
+    def _why_invalid(self, res: LLMResult) -> str | None:
+        """Why an answer that arrived is invalid, in one line (None: valid or no answer)."""
+        if res.valid is not False or res.text is None:
+            return None
+        try:
+            self.parse(res.text)
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            return schema.invalid_reason(res.text, exc)
+        return res.error_class  # parsed, yet invalid: a refusal
 
     def _replay(self, tick: int, slots: list[int],
                 views: dict[int, MarketView]) -> dict[int, list[Order | Cancel]]:
@@ -213,7 +223,7 @@ class LLMTraderPool:
                 "valid": rec["valid"], "action": rec["action"], "qty": rec["quantity"],
                 "price": rec["limit_price"], "tokens_in": 0, "tokens_cached": 0,
                 "tokens_out": 0, "tokens_reasoning": 0, "usd": 0.0, "latency_s": 0.0,
-                "error_class": rec["error_class"],
+                "error_class": rec["error_class"], "error_detail": None,
             })
         return out
 

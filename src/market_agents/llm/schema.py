@@ -66,9 +66,9 @@ def _strict(node: Any) -> Any:
 def price_band(mid_prices: list[float]) -> tuple[float, float]:
     """Whole-unit band ``PRICE_BAND`` around the mid prices (coarse, so that the schema, and a
     provider's cache of it, changes rarely)."""
-    lo, hi = PRICE_BAND
-    return (float(max(1, math.floor(lo * min(mid_prices)))),
-            float(math.ceil(hi * max(mid_prices))))
+    lo, hi = PRICE_BAND[0] * min(mid_prices), PRICE_BAND[1] * max(mid_prices)
+    low = math.floor(lo) if lo >= 1 else max(0.01, math.floor(lo * 100) / 100)
+    return float(low), float(math.ceil(hi))
 
 
 def decision_schema(n_assets: int = 1, band: tuple[float, float] | None = None
