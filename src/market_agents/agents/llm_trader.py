@@ -18,7 +18,7 @@ import numpy as np
 from market_agents import rng as streams_mod
 from market_agents.errors import ConfigError
 from market_agents.llm import prompting, schema
-from market_agents.llm.client import LLMClient
+from market_agents.llm.client import LLMClient, is_valid_entry
 from market_agents.llm.library import DecisionLibrary, snapshot_features
 from market_agents.llm.types import LLMRequest, LLMResult
 from market_agents.market.types import BUY, SELL, Cancel, MarketView, Order
@@ -109,6 +109,7 @@ class LLMTraderPool:
         # Mechanism activity: messages posted to and shown from the cohort channel, and past
         # decisions shown as memory (manifest; outcomes' activity table).
         self.activity = {"channel_sent": 0, "channel_read": 0, "memory_lines": 0}
+        self.keys: list[str] = []  # the request key of each row (the cache's view of validity)
 
     # --- per tick -------------------------------------------------------------------------
 
@@ -157,6 +158,7 @@ class LLMTraderPool:
         out: dict[int, list[Order | Cancel]] = {}
         for slot, req, res in zip(slots, requests, results, strict=True):
             out[slot] = self._apply(tick, slot, views[slot], req, res)
+            self.keys.append(res.key)
         for slot, res in zip(slots, results, strict=True):
             d = res.parsed
             if res.valid and d is not None and d.message.strip():
@@ -266,7 +268,12 @@ class LLMTraderPool:
                     "price_assumptions": {}, "llm_usage": usage,
                     "library": self._library_manifest()}
         models = sorted({a["model"] for a in self.assignment.values()})
+        cache = self.client.cache
         return {
+            # valid answers as the response cache records them (None: no cache): equal to
+            # llm_usage.valid and to llm_decisions.parquet (checked when the run is written)
+            "cache_valid": None if cache is None else sum(
+                is_valid_entry(e) for e in map(cache.get, self.keys) if e is not None),
             "prompt_version": prompting.PROMPT_VERSION,
             "structured_output": {r: self.llm.structured_output(r) for r in self.llm.routes()},
             "price_assumptions": self.client.prices.assumptions(models),

@@ -111,7 +111,8 @@ def invalid_reason(text: str, exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        return f"{where}: {err['msg']}" if where else err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")
+        return f"{where}: {msg}" if where else msg
     body = text.strip()
     if not body:
         return "empty answer"
