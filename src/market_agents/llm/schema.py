@@ -15,8 +15,7 @@ import json
 import math
 from typing import Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo,
-                      model_validator)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 MAX_QTY = 100
 MAX_TEXT = 280

@@ -252,7 +252,8 @@ def measured_profile(paths: list[str]) -> list[dict]:
             frame = pl.DataFrame(
                 [{"model": b["request"].get("model", "?"),
                   "prompt_version": b["request"].get("prompt_version", "?"),
-                  "tokens_in": b["usage"].get("input", 0), "tokens_out": b["usage"].get("output", 0)}
+                  "tokens_in": b["usage"].get("input", 0),
+                  "tokens_out": b["usage"].get("output", 0)}
                  for _, b in good if b.get("status") == "answered"
                  and str(b["request"].get("prompt_id", "")).startswith("market-")],
                 schema={"model": pl.Utf8, "prompt_version": pl.Utf8, "tokens_in": pl.Int64,
