@@ -120,12 +120,10 @@ def invalid_reason(text: str, exc: Exception) -> str:
         return "no JSON object"
     if start > 0:
         return "text before the JSON object"
-    if _open_depth(body) > 0:
-        return "truncated JSON"
     try:
         json.JSONDecoder().raw_decode(body)
     except ValueError:
-        return f"malformed JSON ({exc})"[:120]
+        return "truncated JSON" if _open_depth(body) > 0 else f"malformed JSON ({exc})"[:120]
     return "text after the JSON object"
 
 
