@@ -170,9 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ticks", type=int, default=600)
     p.add_argument("--llm-agents", type=int, default=5)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--structured-output", default="json_object_schema",
-                   help="the route's mode; llama-cpp-python's server takes json_object_schema, "
-                   "grammar or none")
+    p.add_argument("--structured-output", default="grammar",
+                   help="the route's mode (default grammar: llama-cpp-python's schema converter "
+                   "ignores integer bounds); the server also takes json_object_schema "
+                   "and none")
     p.add_argument("--bazaar-tier", default="micro")
     p.add_argument("--bazaar-seeds", type=int, default=2)
     args = p.parse_args(argv)

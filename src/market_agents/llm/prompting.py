@@ -32,9 +32,10 @@ _BASE = (
     "the best quotes (limit_price null). No trading while halted, beyond your position limit, "
     "or beyond your cash and leverage.\n"
     "Answer with one JSON object only: "
-    '{{"action":"buy|sell|hold","asset":{asset_ex},"quantity":0,"order_type":"limit|market",'
-    '"limit_price":null,"message":"","reason":""}}. message: a short note to your cohort or "";'
-    " reason: one line; each at most {max_text} characters."
+    '{{"action":"buy|sell|hold","asset":{asset_ex},"quantity":N,"order_type":"limit|market",'
+    '"limit_price":P,"message":"","reason":""}}; N: shares, 0 for hold; P: a price for a '
+    'limit order, null for a market order or hold; message: a short note to your cohort or "";'
+" reason: one line; each at most {max_text} characters."
 )
 
 PERSONAS: dict[str, dict[str, str]] = {
