@@ -6,10 +6,12 @@ replayed from the cache with the server gone (0 calls).
 The server lives in its own environment (``--env``, default ``.local-llm/venv``), never the
 project's ``.venv``; the first call builds llama-cpp-python from source under ``nice`` (10-20
 minutes on 2 cores). Prints, and writes to ``OUT/figures.json``: decisions per second, valid
-rate, tokens per decision, and the run's wall time against the floor (the same cell with the
-mock provider, measured in the same call).
+rate, tokens per decision, and the run's wall time against the floor: the same cell on the mock
+provider (the instrument alone) plus the seconds the server, which answers one request at a
+time, spent on the run's answers (its per-request perf lines), both from the same call.
 
     .venv/bin/python bench/bench_local_llm.py [--out results/local_llm] [--threads 1]
+    .venv/bin/python bench/bench_local_llm.py --figures-only   # the figures of the last call
 """
 
 from __future__ import annotations
@@ -139,22 +141,76 @@ def ma(*args: str, env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
-def run_figures(run: Path, wall_s: float) -> dict:
+def server_busy_s(log: Path) -> list[float]:
+    """Seconds the server spent on each request, in order (llama.cpp's per-request perf line):
+    the server answers one request at a time, so these add up to its busy time."""
+    return [float(line.split("=")[1].split("ms")[0]) / 1000 for line in
+            log.read_text(errors="replace").splitlines()
+            if line.startswith("llama_perf_context_print:") and "total time" in line]
+
+
+def run_figures(run: Path) -> dict:
     dec = pl.read_parquet(run / "llm_decisions.parquet")
-    usage = json.loads((run / "manifest.json").read_text())["llm_usage"]
+    manifest = json.loads((run / "manifest.json").read_text())
     answered = dec.filter(pl.col("valid").is_not_null())
+    wall_s = manifest["wall_time_s"]
     return {
         "decisions": dec.height, "answered": answered.height,
         "valid": int(answered["valid"].sum()),
         "valid_rate": round(float(answered["valid"].mean()), 4) if answered.height else None,
-        "calls": usage["calls"], "wall_s": round(wall_s, 2),
+        "calls": manifest["llm_usage"]["calls"], "wall_s": round(wall_s, 2),
         "decisions_per_s": round(dec.height / wall_s, 4),
         "tokens_in_per_decision": round(float(answered["tokens_in"].mean()), 1),
         "tokens_out_per_decision": round(float(answered["tokens_out"].mean()), 1),
+        "latency_median_s": round(float(answered["latency_s"].median()), 2),
         "invalid_reasons": dict(sorted(
             dec.filter(pl.col("valid") == False)  # noqa: E712 - polars expression
-            .group_by("error_detail").len().rows())),
+            .group_by("error_detail").len().rows(), key=lambda kv: -kv[1])),
     }
+
+
+def figures(out: Path) -> dict:
+    """Every figure from the files under ``out`` (rerunnable with --figures-only)."""
+    meta = json.loads((out / "meta.json").read_text())
+    market = run_figures(out / "market")
+    floor_s = json.loads((out / "floor" / "manifest.json").read_text())["wall_time_s"]
+    busy = server_busy_s(out / "server.log")
+    market_busy = sum(busy[: market["calls"]])
+    replay = json.loads((out / "market_replay" / "manifest.json").read_text())["llm_usage"]
+    bazaar = json.loads((out / "bazaar" / "summary.json").read_text())
+    bazaar_replay = json.loads((out / "bazaar_replay" / "summary.json").read_text())["usage"]
+    return meta | {
+        "market": market | {
+            # the floor: the same cell on the mock (the instrument alone), plus the seconds
+            # the one-at-a-time server needed for these answers
+            "floor_mock_s": round(floor_s, 2), "server_busy_s": round(market_busy, 1),
+            "floor_s": round(floor_s + market_busy, 1),
+            "vs_floor": round(market["wall_s"] / (floor_s + market_busy), 2),
+            "replay_calls": replay["calls"],
+            "replay_identical": same_files(out / "market", out / "market_replay")},
+        "bazaar": {k: bazaar[k] for k in ("tier", "episodes", "score", "illegal",
+                                          "anchor_score")}
+        | {"calls": bazaar["usage"]["calls"],
+           "server_busy_s": round(sum(busy[market["calls"]:]), 1),
+           "wall_s": meta.get("bazaar_wall_s"), "replay_calls": bazaar_replay["calls"]},
+    }
+
+
+def report(out: Path) -> int:
+    f = figures(out)
+    (out / "figures.json").write_text(json.dumps(f, indent=1) + "\n")
+    m, b = f["market"], f["bazaar"]
+    print(f"market: {m['decisions']} decisions in {m['wall_s']} s ({m['decisions_per_s']}/s), "
+          f"floor {m['floor_s']} s (mock {m['floor_mock_s']} s + server {m['server_busy_s']} s)"
+          f", x{m['vs_floor']}; valid {m['valid']}/{m['answered']} ({m['valid_rate']}); tokens "
+          f"per decision {m['tokens_in_per_decision']} in, {m['tokens_out_per_decision']} out; "
+          f"replay calls {m['replay_calls']}, identical {m['replay_identical']}")
+    print(f"bazaar: {b['episodes']} episodes, {b['calls']} calls, server {b['server_busy_s']} s,"
+          f" score {b['score']:.4f} (anchor {b['anchor_score']:.4f}), illegal {b['illegal']}; "
+          f"replay calls {b['replay_calls']}")
+    print(f"-> {out / 'figures.json'}")
+    ok = m["replay_calls"] == 0 and b["replay_calls"] == 0 and m["replay_identical"]
+    return 0 if ok else 1
 
 
 def same_files(a: Path, b: Path) -> bool:
@@ -178,9 +234,13 @@ def main(argv: list[str] | None = None) -> int:
                    "and none")
     p.add_argument("--bazaar-tier", default="micro")
     p.add_argument("--bazaar-seeds", type=int, default=2)
+    p.add_argument("--figures-only", action="store_true",
+                   help="recompute and print the figures of an earlier call's OUT")
     args = p.parse_args(argv)
 
     out = Path(args.out)
+    if args.figures_only:
+        return report(out)
     if out.exists():
         shutil.rmtree(out)  # figures of a free local model: rebuilt by this target
     out.mkdir(parents=True)
@@ -192,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     say("floor: the same cell with the mock provider")
     floor_cfg = market_config(out, "http://127.0.0.1:9/v1", args.ticks, args.llm_agents,
                               "json_schema")
-    floor_s = ma("run", str(floor_cfg), "--seed", str(args.seed), "--out", str(out / "floor"),
+    ma("run", str(floor_cfg), "--seed", str(args.seed), "--out", str(out / "floor"),
                  "--quiet", "--set", "population.llm.provider_mix={mock: 1.0}",
                  "--set", "population.llm.models={mock: mock-trader}",
                  "--set", "population.llm.providers={}", "--set", "population.llm.usd_cap=0",
@@ -215,41 +275,16 @@ def main(argv: list[str] | None = None) -> int:
         bazaar_s = ma(*bazaar, "--out", str(out / "bazaar"), env=env)
     finally:
         server.stop()
+    (out / "meta.json").write_text(json.dumps({
+        "model": MODEL_ID, "server": SERVER_PIN, "threads": args.threads,
+        "structured_output": args.structured_output, "market_process_s": round(market_s, 2),
+        "bazaar_wall_s": round(bazaar_s, 2)}, indent=1) + "\n")
 
     say("replay of both from the caches, server stopped")
     ma("run", str(cfg), "--seed", str(args.seed), "--out", str(out / "market_replay"), "--quiet",
        "--cache", str(out / "cache"), env=env)
     ma(*bazaar, "--out", str(out / "bazaar_replay"), env=env)
-    replay_calls = json.loads((out / "market_replay" / "manifest.json").read_text())[
-        "llm_usage"]["calls"]
-    bazaar_replay = json.loads((out / "bazaar_replay" / "summary.json").read_text())["usage"]
-    figures = {
-        "model": MODEL_ID, "server": SERVER_PIN, "threads": args.threads,
-        "structured_output": args.structured_output,
-        "market": run_figures(out / "market", market_s) | {
-            "floor_wall_s": round(floor_s, 2), "vs_floor": round(market_s / floor_s, 1),
-            "replay_calls": replay_calls,
-            "replay_identical": same_files(out / "market", out / "market_replay")},
-        "bazaar": {"wall_s": round(bazaar_s, 2), **{
-            k: json.loads((out / "bazaar" / "summary.json").read_text())[k]
-            for k in ("episodes", "score", "illegal", "anchor_score")},
-            "calls": json.loads((out / "bazaar" / "summary.json").read_text())["usage"]["calls"],
-            "replay_calls": bazaar_replay["calls"]},
-    }
-    (out / "figures.json").write_text(json.dumps(figures, indent=1) + "\n")
-    m = figures["market"]
-    print(f"market: {m['decisions']} decisions in {m['wall_s']} s ({m['decisions_per_s']}/s; "
-          f"floor {m['floor_wall_s']} s, x{m['vs_floor']}), valid {m['valid']}/{m['answered']} "
-          f"({m['valid_rate']}), tokens/decision {m['tokens_in_per_decision']} in "
-          f"{m['tokens_out_per_decision']} out; replay calls {m['replay_calls']}, identical "
-          f"{m['replay_identical']}")
-    b = figures["bazaar"]
-    print(f"bazaar: {b['episodes']} episodes in {b['wall_s']} s, {b['calls']} calls, score "
-          f"{b['score']:.4f} (anchor {b['anchor_score']:.4f}), illegal {b['illegal']}; replay "
-          f"calls {b['replay_calls']}")
-    print(f"-> {out / 'figures.json'}")
-    ok = replay_calls == 0 and bazaar_replay["calls"] == 0 and m["replay_identical"]
-    return 0 if ok else 1
+    return report(out)
 
 
 if __name__ == "__main__":
