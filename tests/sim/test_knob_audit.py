@@ -99,6 +99,10 @@ PERTURBATIONS: dict[str, tuple[str, dict[str, Any]]] = {
         "population.llm.providers": {"mock": {"usd_cap": 0.005}}}),
     "population.llm.providers.*.invalid_rate": ("llm", {
         "population.llm.providers": {"mock": {"invalid_rate": 0.5}}}),
+    # part of the request key: another mode is another recorded answer (the mock's too);
+    # what each mode sends is tested on the wire (tests/llm/test_structured.py)
+    "population.llm.providers.*.structured_output": ("llm", {
+        "population.llm.providers": {"mock": {"structured_output": "none"}}}),
     # Before any call of a model is priced, the next call is reserved at the token profile's
     # cost: a profile above a tight cap halts the first decisions.
     "population.llm.token_profile.tokens_in": ("llm_cap", {
