@@ -297,7 +297,7 @@ def test_validity_is_counted_once_against_a_llama_like_server(tmp_path, monkeypa
 
 def test_a_run_whose_counts_disagree_is_not_written():
     from market_agents.errors import MarketAgentsError
-    from market_agents.runner import check_valid_counts
+    from market_agents.sim.runner import check_valid_counts
 
     dec = pl.DataFrame({"valid": [True, False, None]})
     check_valid_counts({"llm_usage": {"valid": 1}, "cache_valid": 1}, dec)

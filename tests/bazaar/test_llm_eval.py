@@ -47,7 +47,7 @@ def test_usd_cap_stops_episodes_and_scores_them_as_passes(tmp_path):
 
 
 def test_timeout_and_max_output_tokens_reach_the_wire(tmp_path):
-    from market_agents.llm.fakeserver import FakeAPI
+    from market_agents.testing.fakeserver import FakeAPI
 
     # the first call hangs past --timeout: it is cut off and retried, not waited out for 60 s
     with FakeAPI(faults=["timeout"], hang_s=5.0) as api:

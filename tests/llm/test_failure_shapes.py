@@ -10,8 +10,8 @@ import pytest
 
 from market_agents.config import Config
 from market_agents.llm import schema
-from market_agents.llm.fakeserver import FakeAPI
-from market_agents.runner import run_to_dir
+from market_agents.sim.runner import run_to_dir
+from market_agents.testing.fakeserver import FakeAPI
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "smollm2_failures.json").read_text())
 ANSWERS = FIXTURE["answers"]

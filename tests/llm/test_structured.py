@@ -13,8 +13,7 @@ from market_agents.llm import schema, structured
 from market_agents.llm.client import LLMClient
 from market_agents.llm.config import LLMConfig
 from market_agents.llm.types import LLMRequest
-
-from .helpers import decision_request, live_env
+from tests.support.llm import decision_request, live_env
 
 BAND = (235.0, 942.0)
 

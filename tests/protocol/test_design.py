@@ -264,7 +264,7 @@ def test_bad_seed_string_and_unknown_design_key(tmp_path):
 
 def test_ma_budget_shows_measured_tokens_beside_the_planning_profile(tmp_path, capsys):
     from market_agents.config import Config
-    from market_agents.runner import run_to_dir
+    from market_agents.sim.runner import run_to_dir
 
     config = Config.model_validate({"simulation": {"ticks": 120},
                                     "population": {"llm_share": 0.05}})

@@ -32,8 +32,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from market_agents.errors import ConfigError
     from market_agents.protocol.design import load_design
-    from market_agents.protocol.planning import (measured_profile, plan_design, render,
-                                                 render_measured, tier_totals)
+    from market_agents.protocol.planning import (
+        measured_profile,
+        plan_design,
+        render,
+        render_measured,
+        tier_totals,
+    )
 
     if args.tokens_in < 0 or args.tokens_out < 0:
         raise ConfigError("--tokens-in and --tokens-out must be >= 0")

@@ -18,7 +18,6 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from market_agents.core import Strict
-
 from market_agents.llm.structured import DEFAULT_MODE, KIND_MODES
 
 KINDS = ("mock", "openai", "anthropic", "openai_compatible", "library")
