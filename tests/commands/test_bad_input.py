@@ -44,7 +44,7 @@ INT_KEYS = [
     "exchange.halt_ticks", "exchange.auction_interval", "exchange.position_limit",
     "population.n_traders", "population.n_market_makers", "population.initial_shares",
     "population.mm_initial_shares", "population.llm.memory", "population.llm.decision_cap",
-    "population.llm.max_output_tokens", "population.llm.token_profile.tokens_in",
+    "population.llm.max_output_tokens",
 ]
 NON_FINITE = st.sampled_from([".nan", ".NaN", ".inf", ".Inf", "-.inf", "+.inf"])
 HUGE_INT = st.one_of(st.integers(min_value=2**63, max_value=10**40),

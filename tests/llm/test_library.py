@@ -7,7 +7,7 @@ from market_agents.llm.client import LLMClient
 from market_agents.llm.config import LLMConfig
 from market_agents.llm.library import FEATURES, DecisionLibrary, snapshot_features
 from market_agents.llm.types import LLMRequest
-from tests.support.llm import decision_request, snapshot
+from tests.support.llm import RULES, decision_request, snapshot
 
 
 def _fill(path, n=60, model="gpt-5.4-nano"):
@@ -27,7 +27,7 @@ def test_library_from_cache_keeps_one_model_and_plain_prompts(tmp_path):
                                 env={})
     memo = decision_request(model="gpt-5.4-nano", agent="m")
     memo = LLMRequest(**{**memo.__dict__, "messages": prompting.build_messages(
-        snapshot(), memory=[])})
+        snapshot(), RULES, memory=[])})
     c.complete_many([memo], schema.parse_decision)  # a memory prompt: left out
     c.close()
     lib = DecisionLibrary.from_cache(path, "gpt-5.4-nano")

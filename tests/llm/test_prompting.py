@@ -3,12 +3,12 @@ import json
 import pytest
 
 from market_agents.llm import prompting
-from tests.support.llm import snapshot
+from tests.support.llm import RULES, snapshot
 
 
 def test_same_state_same_bytes_and_rounding():
-    a = prompting.build_messages(snapshot(mid=470.123456))
-    b = prompting.build_messages(snapshot(mid=470.12344))
+    a = prompting.build_messages(snapshot(mid=470.123456), RULES)
+    b = prompting.build_messages(snapshot(mid=470.12344), RULES)
     assert a == b  # both round to 470.12
     snap = prompting.extract_snapshot(a[1].content)
     assert snap["assets"][0]["mid_price"] == 470.12
@@ -19,15 +19,15 @@ def test_same_state_same_bytes_and_rounding():
 def test_snapshot_shows_only_public_fields():
     raw = snapshot()
     raw["assets"][0]["fundamental"] = 999.0  # V must never reach a prompt
-    text = prompting.build_messages(raw)[1].content
+    text = prompting.build_messages(raw, RULES)[1].content
     assert "999" not in text and "fundamental" not in text
     assert "public_value" in text
 
 
 def test_system_prompt_depends_only_on_prompt_id():
-    a = prompting.build_messages(snapshot(tick=1), "diverse", "momentum")
-    b = prompting.build_messages(snapshot(tick=9), "diverse", "momentum")
-    c = prompting.build_messages(snapshot(tick=1), "diverse", "value")
+    a = prompting.build_messages(snapshot(tick=1), RULES, "diverse", "momentum")
+    b = prompting.build_messages(snapshot(tick=9), RULES, "diverse", "momentum")
+    c = prompting.build_messages(snapshot(tick=1), RULES, "diverse", "value")
     assert a[0] == b[0] and a[0] != c[0] and a[1] != b[1]
     version = prompting.PROMPT_VERSION
     assert prompting.prompt_id("diverse", "value") == f"market-{version}-diverse-value"
@@ -36,12 +36,12 @@ def test_system_prompt_depends_only_on_prompt_id():
 def test_memory_and_channel_sections():
     mem = [{"tick": 3, "action": "buy", "qty": 2, "price": None, "filled": 2}]
     chan = [{"peer": 12, "tick": 4, "message": "selling the top"}]
-    text = prompting.build_messages(snapshot(), memory=mem, channel=chan)[1].content
+    text = prompting.build_messages(snapshot(), RULES, memory=mem, channel=chan)[1].content
     assert "tick 3: buy 2 @ market, filled 2" in text
     assert "trader 12 (tick 4): selling the top" in text
-    plain = prompting.build_messages(snapshot())[1].content
+    plain = prompting.build_messages(snapshot(), RULES)[1].content
     assert "recent decisions" not in plain and "cohort" not in plain
-    empty = prompting.build_messages(snapshot(), memory=[], channel=[])[1].content
+    empty = prompting.build_messages(snapshot(), RULES, memory=[], channel=[])[1].content
     assert empty.count("- none") == 2
 
 
@@ -49,12 +49,12 @@ def test_unknown_prompt_set_or_persona():
     with pytest.raises(ValueError, match="prompt_set 'fancy'"):
         prompting.personas("fancy")
     with pytest.raises(ValueError, match="persona 'momentum'"):
-        prompting.build_messages(snapshot(), "single", "momentum")
+        prompting.build_messages(snapshot(), RULES, "single", "momentum")
     assert len(prompting.personas("diverse")) == 5
 
 
 def test_extract_snapshot_roundtrip_and_absent():
-    msgs = prompting.build_messages(snapshot())
+    msgs = prompting.build_messages(snapshot(), RULES)
     assert prompting.extract_snapshot(msgs[1].content) == json.loads(
         json.dumps(prompting.canonical_snapshot(snapshot())))
     assert prompting.extract_snapshot("no snapshot here") is None

@@ -11,6 +11,7 @@ from market_agents.llm.client import LLMClient, ProviderAuthError, ProviderFatal
 from market_agents.llm.config import LLMConfig
 from market_agents.llm.providers.base import FATAL_NAMES, ProviderError
 from market_agents.llm.providers.registry import make_provider
+from market_agents.llm.structured import wire_schema
 from tests.support.llm import SECRET_ANTHROPIC, SECRET_OPENAI, decision_request, live_env
 
 ROUTES = {  # route -> (kind, model, path)
@@ -50,10 +51,12 @@ def test_openai_request_fields(fake_api):
     assert req["path"] == "/v1/responses" and req["auth"] == "present"
     assert b["store"] is False and b["model"] == "gpt-5.4-nano"
     assert b["text"]["format"] == {"type": "json_schema", "name": schema.SCHEMA_NAME,
-                                   "schema": schema.decision_schema(), "strict": True}
+                                   "schema": wire_schema("openai", "json_schema",
+                                                         schema.decision_schema()),
+                                   "strict": True}
     assert b["reasoning"] == {"effort": "low"}
     assert b["prompt_cache_key"] == prompting.prompt_id("single", "default")
-    assert b["instructions"].startswith("You are a trader")
+    assert b["instructions"].startswith("You trade in a simulated stock market")
     assert [m["role"] for m in b["input"]] == ["user"]
     assert "temperature" not in b
 
@@ -65,7 +68,8 @@ def test_anthropic_request_fields_and_effort_only_where_supported(fake_api):
     b = api.requests[0]["body"]
     assert api.requests[0]["path"] == "/v1/messages"
     assert b["output_config"] == {"format": {"type": "json_schema",
-                                             "schema": schema.decision_schema()},
+                                             "schema": wire_schema("anthropic", "json_schema",
+                                                                   schema.decision_schema())},
                                   "effort": "low"}
     assert b["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert b["max_tokens"] == 1024 and [m["role"] for m in b["messages"]] == ["user"]

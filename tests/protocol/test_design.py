@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 
@@ -293,3 +294,24 @@ def test_seed_lists_are_bounded(tmp_path, seeds, message):
 def test_numbers_in_a_design_are_finite(tmp_path, changes, message):
     with pytest.raises(ConfigError, match=r"bad\.yaml: " + message):
         load_design(write_design(tmp_path, **changes))
+def test_ma_budget_shows_measured_tokens_beside_the_planning_profile(tmp_path, capsys):
+    from market_agents.config import Config
+    from market_agents.sim.runner import run_to_dir
+
+    config = Config.model_validate({"simulation": {"ticks": 120},
+                                    "population": {"llm_share": 0.05}})
+    run = run_to_dir(config, 1, tmp_path / "run", cache=tmp_path / "cache", progress=False)
+    assert ma(["budget", str(CONFIRMATORY), "--tier", "T3", "--json", "--measured",
+               str(tmp_path / "cache"), "--measured", str(run)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    dec = pl.read_parquet(run / "llm_decisions.parquet").filter(pl.col("valid").is_not_null())
+    from_cache, from_run = out["measured_profile"]
+    assert from_cache | {"source": ""} == from_run | {"source": ""}
+    assert from_run["decisions"] == dec.height and from_run["prompt_version"] == "v2"
+    assert from_run["tokens_in"] == pytest.approx(dec["tokens_in"].mean(), abs=0.05)
+    assert (out["tokens_in"], out["tokens_out"]) == (760, 230)  # planning stays the protocol's
+    assert ma(["budget", str(CONFIRMATORY), "--tier", "T3", "--measured", str(run)]) == 0
+    text = capsys.readouterr().out
+    assert "planning profile 760 in / 230 out" in text and "mock-trader" in text
+    assert ma(["budget", str(CONFIRMATORY), "--measured", str(tmp_path)]) == 2
+    assert "--measured" in capsys.readouterr().err

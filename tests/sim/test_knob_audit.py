@@ -98,6 +98,10 @@ PERTURBATIONS: dict[str, tuple[str, dict[str, Any]]] = {
         "population.llm.providers": {"mock": {"usd_cap": 0.005}}}),
     "population.llm.providers.*.invalid_rate": ("llm", {
         "population.llm.providers": {"mock": {"invalid_rate": 0.5}}}),
+    # part of the request key: another mode is another recorded answer (the mock's too);
+    # what each mode sends is tested on the wire (tests/llm/test_structured.py)
+    "population.llm.providers.*.structured_output": ("llm", {
+        "population.llm.providers": {"mock": {"structured_output": "none"}}}),
     "shocks.*.time": ("shock", {"shocks": [{"time": 90, "kind": "fundamental_jump",
                                             "size": 10.0}]}),
     "shocks.*.kind": ("shock", {"shocks": [{"time": 60, "kind": "placebo", "size": 10.0}]}),

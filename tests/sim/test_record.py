@@ -43,7 +43,9 @@ def test_fatal_error_stops_the_run_with_one_line_and_records_nothing(tmp_path, f
     assert re.search(r"provider 'openai' \(openai\), model 'gpt-5.4-nano': " + what, err), err
     assert not (tmp_path / "run").exists() and stored(tmp_path / "cache") == 0
     assert 1 <= len(api.requests) <= 5  # the first tick's batch at most: never retried
-    assert [p.name for p in tmp_path.iterdir()] == ["cache"]  # no temp dirs, no failed record
+    # no temp dirs, no failed record; results/ holds the spend ledger's record of the job
+    # (unsettled, so counted at its planned USD: docs/guards.md)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "results"]
 
 
 def test_anthropic_quota_and_auth_stop_the_run_too(tmp_path):
@@ -229,13 +231,13 @@ def test_cache_path_that_is_a_file_or_unwritable_or_on_a_full_disk(tmp_path):
         proc = run_unprivileged(ma_run_cmd(tmp / "run", locked), env=env(), cwd=tmp)
         err = one_line_error(proc)
         assert f"--cache {locked}: the directory is not writable" in err
-        assert sorted(p.name for p in tmp.iterdir()) == ["locked"]
+        assert sorted(p.name for p in tmp.iterdir()) == ["locked", "results"]  # + the ledger
     full = tmp_path / "full"
     proc = run_on_full_disk(ma_run_cmd(tmp_path / "run", full / "cache"), full, env=env(),
                             cwd=tmp_path)
     err = one_line_error(proc)
     assert f"--cache {full / 'cache'}" in err and ("full" in err or "large" in err), err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "full"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "full", "results"]  # + ledger
 
 
 def test_a_design_with_paid_runs_refuses_a_missing_cache(tmp_path):

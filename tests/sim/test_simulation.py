@@ -39,9 +39,20 @@ BASELINE_SEED_1 = {"ticks": "9f7392a4e529654f", "trades": "356244877431d739",
 
 def test_baseline_market_is_unchanged(baseline_path):
     tables = simulate(load_config(baseline_path), 1, progress=False)
+    # rounded_price (issue 14) is a column added beside the orders' raw price; the market
+    # itself, every earlier column included, is pinned as before.
+    tables["orders"] = tables["orders"].drop("rounded_price")
     digests = {name: hashlib.sha256(tables[name].write_csv().encode()).hexdigest()[:16]
                for name in BASELINE_SEED_1}
     assert digests == BASELINE_SEED_1
+
+
+def test_orders_record_the_rounded_price_beside_the_raw_one(baseline_path):
+    cfg = load_config(baseline_path)
+    orders = simulate(cfg, 1, progress=False)["orders"].filter(pl.col("price").is_not_null())
+    tick = cfg.exchange.tick_size
+    expected = ((orders["price"] / tick).round(0).clip(lower_bound=1) * tick).round(10)
+    assert orders["rounded_price"].round(10).equals(expected.alias("rounded_price"))
 
 
 def test_slot_parity_when_one_slot_changes_type(baseline_path):

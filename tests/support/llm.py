@@ -8,6 +8,8 @@ from market_agents.testing.fakeserver import FakeAPI
 
 SECRET_OPENAI = "sk-test-NEVER-WRITE-ME-1234"
 SECRET_ANTHROPIC = "sk-ant-test-NEVER-WRITE-ME-5678"
+RULES = {"ticks": 600, "decision_interval": 20, "tick_size": 0.01, "order_ttl": 20,
+         "n_assets": 1}
 
 
 def snapshot(tick: int = 5, mid: float = 470.5, vpub: float = 475.0, shares: int = 20,
@@ -25,11 +27,12 @@ def snapshot(tick: int = 5, mid: float = 470.5, vpub: float = 475.0, shares: int
 
 def decision_request(route: str = "mock", kind: str = "mock", model: str = "mock-trader",
                      agent: str = "slot1", tick: int = 5, timeout_s: float | None = None,
-                     **kw) -> LLMRequest:
+                     structured_output: str = "json_schema", **kw) -> LLMRequest:
     return LLMRequest(
         provider=kind, model=model,
-        messages=prompting.build_messages(snapshot(tick=tick, **kw)),
+        messages=prompting.build_messages(snapshot(tick=tick, **kw), RULES),
         json_schema=schema.decision_schema(), schema_name=schema.SCHEMA_NAME,
+        structured_output=structured_output,
         prompt_id=prompting.prompt_id("single", "default"),
         prompt_version=prompting.PROMPT_VERSION, reasoning_effort="low",
         agent=agent, route=route, extra={"mock_seed": 1} if kind == "mock" else {},

@@ -9,6 +9,7 @@ drawn from that slot's own stream, so it never depends on any other slot.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 from market_agents import rng as streams_mod
 from market_agents.errors import ConfigError, MarketAgentsError
 from market_agents.llm import prompting, schema
-from market_agents.llm.client import LLMClient
+from market_agents.llm.client import LLMClient, is_valid_entry
 from market_agents.llm.library import DecisionLibrary, snapshot_features
 from market_agents.llm.types import LLMRequest, LLMResult
 from market_agents.market.exchange import order_problem
@@ -70,6 +71,40 @@ def pick(shares: list[float], u: float) -> int:
     return len(shares) - 1
 
 
+class UnrepresentableOrder(ValueError):
+    """A decision whose order the exchange cannot take at all (``order_problem``): an invalid
+    answer with the exchange's reason as its ``error_class``."""
+
+    def __init__(self, error_class: str, detail: str):
+        super().__init__(detail)
+        self.error_class = error_class
+
+
+def to_order(d: schema.Decision) -> Order:
+    """The order a buy or sell decision places."""
+    return Order(side=BUY if d.action == "buy" else SELL, qty=d.quantity,
+                 price=d.limit_price if d.order_type == "limit" else None, asset=d.asset)
+
+
+def parse_order(text: str, n_assets: int, tick_size: float) -> schema.Decision:
+    """Parse an answer into a decision the engine can act on: the decision schema, then the
+    exchange's bounds (a limit price of 1e308 once raised OverflowError in the exchange and
+    crashed every replay of its cached answer). Validity is decided here once, so the client,
+    the cache, the manifest and ``llm_decisions.parquet`` count the same answers.
+
+    Raises:
+        ValueError: not a decision (``pydantic.ValidationError``, ``json.JSONDecodeError``), or
+            ``UnrepresentableOrder`` (``invalid``, ``qty_out_of_range``,
+            ``price_out_of_range``).
+    """
+    d = schema.parse_decision(text, n_assets=n_assets)
+    if d.action != "hold":
+        problem = order_problem(to_order(d), n_assets, tick_size)
+        if problem is not None:
+            raise UnrepresentableOrder(problem, f"the exchange cannot take this order: {problem}")
+    return d
+
+
 class LLMTraderPool:
     def __init__(self, config, streams: streams_mod.Streams, slots: list[int],
                  cache_path: str | Path | None, client: LLMClient | None = None,
@@ -96,7 +131,14 @@ class LLMTraderPool:
             self.nn: list[float] = []
         self.client = None if self.library else (client or LLMClient.from_settings(llm,
                                                                                    cache_path))
-        self.schema = schema.decision_schema()
+        self.rules = {"ticks": config.simulation.ticks,
+                      "decision_interval": config.simulation.decision_interval,
+                      "tick_size": config.exchange.tick_size,
+                      "order_ttl": config.exchange.order_ttl, "n_assets": self.n_assets}
+        # One parse for every answer of the run: the client, the cache and this pool agree on
+        # which answers are valid (the engine can act on them).
+        self.parse = functools.partial(parse_order, n_assets=self.n_assets,
+                                       tick_size=self.tick_size)
         self.mock_seed = int(streams.generator(streams_mod.MOCK_LLM).integers(2**31))
         routes = llm.routes()
         personas = prompting.personas(llm.prompt_set)
@@ -125,6 +167,7 @@ class LLMTraderPool:
         # Mechanism activity: messages posted to and shown from the cohort channel, and past
         # decisions shown as memory (manifest; outcomes' activity table).
         self.activity = {"channel_sent": 0, "channel_read": 0, "memory_lines": 0}
+        self.keys: list[str] = []  # the request key of each row (the cache's view of validity)
 
     # --- per tick -------------------------------------------------------------------------
 
@@ -142,14 +185,16 @@ class LLMTraderPool:
             channel = [{"peer": p, "tick": self.messages[p][0], "message": self.messages[p][1]}
                        for p in self.cohort.get(slot, []) if p in self.messages]
             self.activity["channel_read"] += len(channel)
-        messages = prompting.build_messages(view_snapshot(view), self.llm.prompt_set,
+        messages = prompting.build_messages(view_snapshot(view), self.rules, self.llm.prompt_set,
                                             a["persona"], memory, channel)
         settings = self.llm.settings(a["route"])
+        band = schema.price_band([x.mid_price for x in view.assets])
         return LLMRequest(
             provider=a["kind"],
             model=a["model"],
             messages=messages,
-            json_schema=self.schema,
+            json_schema=schema.decision_schema(self.n_assets, band),
+            structured_output=self.llm.structured_output(a["route"]),
             schema_name=schema.SCHEMA_NAME,
             prompt_id=prompting.prompt_id(self.llm.prompt_set, a["persona"]),
             prompt_version=prompting.PROMPT_VERSION,
@@ -167,14 +212,15 @@ class LLMTraderPool:
         if self.library is not None:
             return self._replay(tick, slots, views)
         requests = [self.request(tick, views[s]) for s in slots]
-        results = self.client.complete_many(requests, schema.parse_decision,
-                                            where=f"tick {tick}", tick=tick)
+        results = self.client.complete_many(requests, self.parse, where=f"tick {tick}",
+                                            tick=tick)
         if self.expected is not None:
             for slot, req, res in zip(slots, requests, results, strict=True):
                 self._check_expected(tick, slot, req, res)
         out: dict[int, list[Order | Cancel]] = {}
         for slot, req, res in zip(slots, requests, results, strict=True):
             out[slot] = self._apply(tick, slot, views[slot], req, res)
+            self.keys.append(res.key)
         self._check_failures(tick)
         for slot, res in zip(slots, results, strict=True):
             d = res.parsed
@@ -187,22 +233,12 @@ class LLMTraderPool:
                res: LLMResult) -> list[Order | Cancel]:
         d: schema.Decision | None = res.parsed
         valid, error = res.valid, res.error_class
-        if valid and d is not None and d.asset >= self.n_assets:
-            valid, error = False, "asset"
         orders: list[Order | Cancel] = []
         action, qty, price = "hold", 0, None
         if valid and d is not None and d.action != "hold":
-            order = Order(side=BUY if d.action == "buy" else SELL, qty=d.quantity,
-                          price=d.limit_price if d.order_type == "limit" else None,
-                          asset=d.asset)
-            # an order the exchange cannot represent (a limit price of 1e308) is an invalid
-            # decision with the exchange's reason, on live runs and replays alike
-            problem = order_problem(order, self.n_assets, self.tick_size)
-            if problem is None:
-                action, qty, price = d.action, order.qty, order.price
-                orders.append(order)
-            else:
-                valid, error = False, problem
+            order = to_order(d)
+            action, qty, price = d.action, order.qty, order.price
+            orders.append(order)
         shares = view.assets[d.asset if valid and d is not None else 0].shares
         self.history[slot].append({"tick": tick, "action": action, "qty": qty, "price": price,
                                    "asset": d.asset if valid and d else 0, "shares": shares,
@@ -214,7 +250,8 @@ class LLMTraderPool:
             "action": action, "qty": qty, "price": price, "tokens_in": u.input,
             "tokens_cached": u.cached_input, "tokens_out": u.output,
             "tokens_reasoning": u.reasoning, "usd": res.usd, "latency_s": res.latency_s,
-            "error_class": error, "answer_sha256": res.answer_sha256,
+            "error_class": error, "error_detail": self._why_invalid(res),
+            "answer_sha256": res.answer_sha256,
         })
         return orders
 
@@ -254,6 +291,19 @@ class LLMTraderPool:
             f"population.llm.max_failure_rate {limit}; {by_class}). The failures are recorded"
             f"{where}; `ma cache retry-failures CACHE` removes them so a re-run fetches them "
             "again", record)
+
+    def _why_invalid(self, res: LLMResult) -> str | None:
+        """Why an answer that arrived is invalid, in one line (None: valid or no answer)."""
+        if res.valid is not False or res.text is None:
+            return None
+        try:
+            self.parse(res.text)
+        except UnrepresentableOrder as exc:
+            return str(exc)
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            return schema.invalid_reason(res.text, exc)
+        return res.error_class  # parsed, yet invalid: a refusal
+
     def _replay(self, tick: int, slots: list[int],
                 views: dict[int, MarketView]) -> dict[int, list[Order | Cancel]]:
         """Frozen-library mode: each slot does what the recorded model did in the nearest
@@ -277,7 +327,7 @@ class LLMTraderPool:
                 "valid": rec["valid"], "action": rec["action"], "qty": rec["quantity"],
                 "price": rec["limit_price"], "tokens_in": 0, "tokens_cached": 0,
                 "tokens_out": 0, "tokens_reasoning": 0, "usd": 0.0, "latency_s": 0.0,
-                "error_class": rec["error_class"], "answer_sha256": None,
+                "error_class": rec["error_class"], "error_detail": None, "answer_sha256": None,
             })
         return out
 
@@ -318,12 +368,19 @@ class LLMTraderPool:
                     "price_assumptions": {}, "llm_usage": usage,
                     "library": self._library_manifest()}
         models = sorted({a["model"] for a in self.assignment.values()})
+        cache = self.client.cache
         return {
+            # valid answers as the response cache records them (None: no cache): equal to
+            # llm_usage.valid and to llm_decisions.parquet (checked when the run is written)
+            "cache_valid": None if cache is None else sum(
+                is_valid_entry(e) for e in map(cache.get, self.keys) if e is not None),
             "prompt_version": prompting.PROMPT_VERSION,
+            "structured_output": {r: self.llm.structured_output(r) for r in self.llm.routes()},
             "price_assumptions": self.client.prices.assumptions(models),
             "llm_usage": self.client.usage_summary(),
             "llm_slots": [{"slot": s, "provider": a["route"], "model": a["model"],
-                           "prompt_id": prompting.prompt_id(self.llm.prompt_set, a["persona"])}
+                           "prompt_id": prompting.prompt_id(self.llm.prompt_set, a["persona"]),
+                           "structured_output": self.llm.structured_output(a["route"])}
                           for s, a in sorted(self.assignment.items())],
         }
 

@@ -50,7 +50,12 @@ def register_eval(bsub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     e.add_argument("--usd-cap", type=float, default=0.0,
                    help="USD cap for the whole evaluation (required > 0 for live providers)")
     e.add_argument("--base-url", default=None, help="openai_compatible server URL")
-    e.add_argument("--max-output-tokens", type=int, default=1024)
+    e.add_argument("--max-output-tokens", type=int, default=1024,
+                   help="most tokens one answer may have (default 1024; a small local model "
+                   "runs faster with ~200)")
+    e.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds one call may take before it is retried (default 60; a local "
+                   "CPU model may need 300)")
     e.add_argument("--reasoning-effort", default=None,
                    choices=["minimal", "low", "medium", "high"])
     e.add_argument("--concurrency", type=int, default=16, help="concurrent requests")
@@ -70,6 +75,10 @@ def cmd_eval(args: argparse.Namespace,
     tier = get_tier(args.tier)
     if args.seeds < 1:
         raise ConfigError(f"--seeds must be >= 1, got {args.seeds}")
+    if args.timeout <= 0:
+        raise ConfigError(f"--timeout must be > 0 seconds, got {args.timeout}")
+    if args.max_output_tokens < 16:
+        raise ConfigError(f"--max-output-tokens must be >= 16, got {args.max_output_tokens}")
     model = args.model or ("mock-trader" if args.provider == "mock" else None)
     if model is None:
         raise ConfigError(f"--model is required for provider {args.provider!r}")
@@ -78,8 +87,8 @@ def cmd_eval(args: argparse.Namespace,
             provider_mix={args.provider: 1.0}, models={args.provider: model},
             usd_cap=args.usd_cap, max_concurrency=args.concurrency,
             max_output_tokens=args.max_output_tokens, reasoning_effort=args.reasoning_effort,
-            providers={args.provider: ProviderSettings(base_url=args.base_url)}
-            if args.base_url else {},
+            providers={args.provider: ProviderSettings(base_url=args.base_url,
+                                                       timeout_s=args.timeout)},
         )
     except ValueError as exc:
         errors = getattr(exc, "errors", None)
@@ -123,6 +132,7 @@ def evaluate(client, tier: Tier, provider: str, model: str, seeds: list[int], ll
             break
         requests = [
             LLMRequest(provider=provider, model=model, messages=tuple(chats[s]),
+                       route=provider, timeout_s=llm.settings(provider).timeout_s,
                        prompt_id=prompt_id(tier), prompt_version=PROMPT_VERSION,
                        max_output_tokens=llm.max_output_tokens,
                        reasoning_effort=llm.reasoning_effort, temperature=llm.temperature,

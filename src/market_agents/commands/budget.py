@@ -21,6 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tokens-out", type=int, default=DEFAULTS.tokens_out,
                    help="output tokens per decision (default %(default)s)")
     p.add_argument("--tier", action="append", default=None, help="only this tier (repeatable)")
+    p.add_argument("--measured", action="append", default=[], metavar="PATH",
+                   help="a response cache or run directory: show the tokens per decision its "
+                   "answers used beside the planning profile (repeatable; planning figures "
+                   "stay the protocol's)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=main)
 
@@ -28,7 +32,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from market_agents.errors import ConfigError
     from market_agents.protocol.design import load_design
-    from market_agents.protocol.planning import plan_design, render, tier_totals
+    from market_agents.protocol.planning import (
+        measured_profile,
+        plan_design,
+        render,
+        render_measured,
+        tier_totals,
+    )
 
     if args.tokens_in < 0 or args.tokens_out < 0:
         raise ConfigError("--tokens-in and --tokens-out must be >= 0")
@@ -41,6 +51,7 @@ def main(args: argparse.Namespace) -> int:
                               f"({', '.join(design.tiers)})")
         cells = [c for t in args.tier for c in design.tiers[t]]
     plans = plan_design(design, args.tokens_in, args.tokens_out, cells)
+    measured = measured_profile(args.measured)
     if args.json:
         print(json.dumps({
             "design": design.name, "tokens_in": args.tokens_in, "tokens_out": args.tokens_out,
@@ -50,7 +61,9 @@ def main(args: argparse.Namespace) -> int:
             "total": {"decisions": sum(p.decisions for p in plans),
                       "usd": sum(p.usd for p in plans),
                       "table_usd": sum(p.table_usd for p in plans)},
-            "budget": design.budget.model_dump()}, indent=1))
+            "budget": design.budget.model_dump(), "measured_profile": measured}, indent=1))
     else:
         print(render(design, plans, args.tokens_in, args.tokens_out))
+        if args.measured:
+            print(render_measured(measured, args.tokens_in, args.tokens_out))
     return 0

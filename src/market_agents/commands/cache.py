@@ -44,6 +44,8 @@ def _open(path: str | Path):
 
 
 def summarize(path: str | Path) -> dict:
+    from market_agents.llm.client import is_valid_entry
+
     path = Path(path)
     cache = _open(path)
     try:
@@ -58,7 +60,7 @@ def summarize(path: str | Path) -> dict:
         g["entries"] += 1
         if body.get("status") == "answered":
             g["answered"] += 1
-            g["valid"] += body.get("parsed") is not None
+            g["valid"] += is_valid_entry(body)
             for k in ("input", "cached_input", "output", "reasoning"):
                 g[f"tokens_{k}"] += body.get("usage", {}).get(k, 0)
             g["usd"] += body.get("usd", 0.0)

@@ -91,6 +91,10 @@ class ReplayOnly(Provider):
 
 
 def classify_parse_error(exc: Exception) -> str:
+    """The ``error_class`` of an answer the parse refused: the parse's own class when it names
+    one (an order the exchange cannot take), else schema, invalid_json or invalid."""
+    if isinstance(getattr(exc, "error_class", None), str):
+        return exc.error_class
     if isinstance(exc, ValidationError):
         return "schema"
     if isinstance(exc, json.JSONDecodeError):
@@ -106,6 +110,13 @@ def _parsed_json(text: str, parse: Parse) -> Any:
     except (ValueError, ValidationError):
         return None
     return obj.model_dump(mode="json") if hasattr(obj, "model_dump") else obj
+
+
+def is_valid_entry(entry: dict) -> bool:
+    """A stored answer is valid when it parsed at arrival (with the run's parse: the engine
+    can act on it) and is not a refusal: the rule :meth:`LLMClient._result` applies."""
+    return (entry.get("status") == "answered" and entry.get("parsed") is not None
+            and not entry.get("refusal"))
 
 
 class LLMClient:

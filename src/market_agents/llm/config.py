@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from market_agents.core import Strict
+from market_agents.llm.structured import DEFAULT_MODE, KIND_MODES
 
 KINDS = ("mock", "openai", "anthropic", "openai_compatible", "library")
 FREE_KINDS = ("mock", "library")  # answer without a paid call: no key, no budget
@@ -36,6 +37,9 @@ class ProviderSettings(Strict):
     max_retries: int = Field(default=4, ge=0, le=20)
     backoff_s: float = Field(default=0.5, ge=0, le=30, description="first retry wait; doubles, "
                              "≤ 30 s")
+    structured_output: Literal["json_schema", "json_object_schema", "grammar", "none"] | None = \
+        Field(default=None, description="how the answer schema is sent (docs/local_models.md); "
+              "default json_schema; json_object_schema for llama-cpp-python's server")
     latency_s: float = Field(default=0.0, ge=0, le=10, description="mock only: simulated "
                              "latency per call (real providers answer in seconds)")
     invalid_rate: float = Field(default=0.05, ge=0, le=1, description="mock only")
@@ -92,6 +96,12 @@ class LLMConfig(Strict):
         for route in self.providers:
             if route not in self.provider_mix:
                 self.kind(route)
+            mode = self.providers[route].structured_output
+            if mode is not None and self.kind(route) in KIND_MODES \
+                    and mode not in KIND_MODES[self.kind(route)]:
+                raise ValueError(f"providers.{route}.structured_output: {mode!r} is not sent by "
+                                 f"kind {self.kind(route)!r}; use one of "
+                                 f"{list(KIND_MODES[self.kind(route)])}")
         library = [r for r in self.routes() if self.kind(r) == "library"]
         if library and not self.frozen_library:
             raise ValueError(f"provider_mix.{library[0]}: the library provider needs "
@@ -118,6 +128,10 @@ class LLMConfig(Strict):
 
     def settings(self, route: str) -> ProviderSettings:
         return self.providers.get(route) or ProviderSettings()
+
+    def structured_output(self, route: str) -> str:
+        """The route's structured-output mode (``structured.MODES``)."""
+        return self.settings(route).structured_output or DEFAULT_MODE
 
     def model_ids(self, route: str) -> list[str]:
         ids = self.models[route]

@@ -125,7 +125,7 @@ class DecisionLibrary:
             try:
                 if refusal:
                     raise ValueError("refusal")
-                d = schema.parse_decision(text)
+                d = schema.parse_decision(text, n_assets=1)  # single-asset states only
             except ValueError as exc:
                 act.append(0), qty.append(0), mkt.append(True), off.append(np.nan)
                 err.append("refusal" if refusal else schema.error_class(exc))

@@ -11,22 +11,31 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from market_agents.llm.schema import MAX_QTY, MAX_TEXT
 from market_agents.llm.types import Message
 
-PROMPT_VERSION = "v1"
+PROMPT_VERSION = "v2"
 SNAPSHOT_MARKER = "MARKET SNAPSHOT (JSON):"
 
+# v2 states every limit the schema and the exchange enforce, in as few tokens as it can: a
+# tiny model given v1 answered 200 shares (cap 100), asset 1 in a one-asset market and prices
+# far from the market.
 _BASE = (
-    "You are a trader in a simulated stock market with other human-like and algorithmic "
-    "traders. Each decision you may buy, sell or hold one asset. The public value is the latest "
-    "published estimate of the asset's fundamental value; prices can drift away from it. "
-    "Your goal is to end the session with as much wealth (cash plus shares at the market price) "
-    "as possible. Orders: a limit order rests in the book at limit_price for a while; a market "
-    "order trades immediately against the best quotes. You cannot trade while the market is "
-    "halted, beyond your position limit, or beyond your cash and leverage. Answer with one JSON "
-    "object matching the schema: action, asset, quantity (0 for hold), order_type, limit_price "
-    "(null for a market order), message (a short note to your cohort or an empty string) and "
-    "reason (one line)."
+    "You trade in a simulated stock market against other traders. Goal: end the session with "
+    "the most wealth (cash plus shares at the market price). The session lasts {ticks} ticks; "
+    "you decide every {interval} ticks. Prices are in currency units with tick size {tick}. "
+    "public_value is the latest published estimate of the fundamental value; prices can drift "
+    "from it.\n"
+    "Each decision: buy, sell or hold {assets}, quantity 1 to {max_qty} shares (0 for hold). "
+    "A limit order rests in the book at limit_price for {ttl} ticks, then expires; keep "
+    "limit_price between half and twice the mid price. A market order trades at once against "
+    "the best quotes (limit_price null). No trading while halted, beyond your position limit, "
+    "or beyond your cash and leverage.\n"
+    "Answer with one JSON object only: "
+    '{{"action":"buy|sell|hold","asset":{asset_ex},"quantity":N,"order_type":"limit|market",'
+    '"limit_price":P,"message":"","reason":""}}; N: shares, 0 for hold; P: a price for a '
+    'limit order, null for a market order or hold; message: a short note to your cohort or "";'
+" reason: one line; each at most {max_text} characters."
 )
 
 PERSONAS: dict[str, dict[str, str]] = {
@@ -51,6 +60,19 @@ def personas(prompt_set: str) -> list[str]:
 
 def prompt_id(prompt_set: str, persona: str) -> str:
     return f"market-{PROMPT_VERSION}-{prompt_set}-{persona}"
+
+
+def system_text(rules: dict[str, Any]) -> str:
+    """The rules part of the system prompt. ``rules``: ``ticks`` (session length),
+    ``decision_interval`` (ticks between decisions), ``tick_size`` (currency units),
+    ``order_ttl`` (ticks a limit order rests), ``n_assets``."""
+    n = int(rules["n_assets"])
+    return _BASE.format(
+        ticks=int(rules["ticks"]), interval=int(rules["decision_interval"]),
+        tick=f"{float(rules['tick_size']):g}", ttl=int(rules["order_ttl"]),
+        assets="asset 0" if n == 1 else f"one of assets 0 to {n - 1}",
+        asset_ex="0" if n == 1 else "|".join(str(i) for i in range(n)),
+        max_qty=MAX_QTY, max_text=MAX_TEXT)
 
 
 def _r(x: float | None, nd: int = 2) -> float | None:
@@ -105,18 +127,21 @@ def _channel_lines(channel: list[dict[str, Any]]) -> str:
 
 def build_messages(
     snapshot: dict[str, Any],
+    rules: dict[str, Any],
     prompt_set: str = "single",
     persona: str = "default",
     memory: list[dict[str, Any]] | None = None,
     channel: list[dict[str, Any]] | None = None,
 ) -> tuple[Message, ...]:
-    """``memory`` (None: off) holds the last k decisions with fills; ``channel`` (None: off) the
-    cohort's last messages. The system prompt depends only on the prompt id, so providers can
-    cache it."""
+    """(system, user) messages for one decision. ``rules``: see :func:`system_text`; ``memory``
+    (None: off) holds the last k decisions with fills; ``channel`` (None: off) the cohort's last
+    messages. The system prompt depends only on the prompt id and the run's rules, so providers
+    can cache it."""
     if persona not in PERSONAS.get(prompt_set, {}):
         raise ValueError(f"unknown persona {persona!r} for prompt_set {prompt_set!r}")
-    system = f"{_BASE}\n\n{PERSONAS[prompt_set][persona]}"
-    parts = [f"{SNAPSHOT_MARKER}\n{json.dumps(canonical_snapshot(snapshot))}"]
+    system = f"{system_text(rules)}\n\n{PERSONAS[prompt_set][persona]}"
+    snap = json.dumps(canonical_snapshot(snapshot), separators=(",", ":"))
+    parts = [f"{SNAPSHOT_MARKER}\n{snap}"]
     if memory is not None:
         parts.append(_memory_lines(memory))
     if channel is not None:

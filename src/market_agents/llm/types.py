@@ -31,6 +31,7 @@ class LLMRequest:
     model: str
     messages: tuple[Message, ...]
     json_schema: dict[str, Any] | None = None  # None: free text
+    structured_output: str | None = None  # how the schema is sent (structured.MODES)
     schema_name: str = "decision"
     prompt_id: str = ""
     prompt_version: str = ""
@@ -46,6 +47,8 @@ class LLMRequest:
         data = asdict(self)
         for transport in ("timeout_s", "route"):
             data.pop(transport)
+        if data["structured_output"] is None:  # free-text requests keep their earlier keys
+            data.pop("structured_output")
         data["messages"] = [[m.role, m.content] for m in self.messages]
         return data
 

@@ -178,7 +178,8 @@ class Exchange:
             reason = self._check(acct, action, limit)
         oid = self.next_id
         self.next_id += 1
-        self._log(acct, asset, oid, kind, side, qty, price, reason)
+        self._log(acct, asset, oid, kind, side, qty, price, reason,
+                  None if limit is None else self.to_price(limit))
         if reason is None:
             if forced:
                 self.forced_ids.add(oid)
@@ -314,11 +315,12 @@ class Exchange:
 
     # --- log ---------------------------------------------------------------------------------
     def _log(self, acct: Account, asset: int, oid: int, kind: str, side: int, qty: int,
-             price: float | None, reason: str | None) -> None:
-        """One order-log row; ``reason`` None means accepted."""
+             price: float | None, reason: str | None, rounded: float | None = None) -> None:
+        """One order-log row; ``reason`` None means accepted. ``price`` is the limit as the
+        trader wrote it, ``rounded`` the tick-rounded limit the exchange used."""
         self.order_rows.append((self.tick, acct.slot, asset, oid, kind, side, qty, price,
                                 "accepted" if reason is None else "rejected", reason,
-                                acct.is_llm))
+                                acct.is_llm, rounded))
 
     @property
     def order_log(self) -> dict[str, list]:
@@ -330,7 +332,7 @@ class Exchange:
 
 
 ORDER_COLUMNS = ("tick", "slot", "asset", "order_id", "kind", "side", "qty", "price", "status",
-                 "reason", "is_llm")
+                 "reason", "is_llm", "rounded_price")
 TRADE_COLUMNS = ("tick", "asset", "price", "qty", "buyer", "seller", "aggressor", "buyer_llm",
                  "seller_llm")
 

@@ -265,3 +265,58 @@ def render(design: Design, plans: list[CellPlan], tokens_in: int, tokens_out: in
         lines.append(f"USD plan: planning rate per decision ({rates}); caps and tier budgets are "
                      "checked at this rate. USD table: the price table at the token counts above.")
     return "\n".join(lines)
+
+
+def measured_profile(paths: list[str]) -> list[dict]:
+    """Tokens per answered trading decision as providers counted them, per model and prompt
+    version, from response caches (directories with ``cache.db``) or run directories (with
+    ``llm_decisions.parquet``). Shown beside the planning profile, never used for planning.
+
+    Returns rows ``{model, prompt_version, decisions, tokens_in, tokens_out, source}`` (tokens:
+    mean per decision). Raises ConfigError for a path that is neither."""
+    from pathlib import Path
+
+    import polars as pl
+
+    rows = []
+    for raw in paths:
+        path = Path(raw)
+        if (path / "cache.db").exists():
+            from market_agents.llm.cache import ResponseCache
+
+            cache = ResponseCache(path)
+            try:
+                good, _ = cache.scan()
+            finally:
+                cache.close()
+            frame = pl.DataFrame(
+                [{"model": b["request"].get("model", "?"),
+                  "prompt_version": b["request"].get("prompt_version", "?"),
+                  "tokens_in": b["usage"].get("input", 0),
+                  "tokens_out": b["usage"].get("output", 0)}
+                 for _, b in good if b.get("status") == "answered"
+                 and str(b["request"].get("prompt_id", "")).startswith("market-")],
+                schema={"model": pl.Utf8, "prompt_version": pl.Utf8, "tokens_in": pl.Int64,
+                        "tokens_out": pl.Int64})
+        elif (path / "llm_decisions.parquet").exists():
+            frame = pl.read_parquet(path / "llm_decisions.parquet").filter(
+                pl.col("valid").is_not_null() & (pl.col("provider") != "library"))
+        else:
+            raise ConfigError(f"--measured {raw}: neither a response cache (cache.db) nor a run "
+                              "directory (llm_decisions.parquet)")
+        for (model, version), g in sorted(frame.group_by(["model", "prompt_version"]),
+                                          key=lambda kv: kv[0]):
+            rows.append({"model": model, "prompt_version": version, "decisions": g.height,
+                         "tokens_in": round(float(g["tokens_in"].mean()), 1),
+                         "tokens_out": round(float(g["tokens_out"].mean()), 1),
+                         "source": str(path)})
+    return rows
+
+
+def render_measured(rows: list[dict], tokens_in: int, tokens_out: int) -> str:
+    lines = [f"tokens per decision: planning profile {tokens_in} in / {tokens_out} out (the "
+             "figures above); measured, as the providers counted them:"]
+    lines += [f"  {r['model']:<28} {r['prompt_version']:<4} {r['tokens_in']:>7.1f} in "
+              f"{r['tokens_out']:>7.1f} out  over {r['decisions']:,} decisions  ({r['source']})"
+              for r in rows] or ["  (no answered trading decisions there)"]
+    return "\n".join(lines)

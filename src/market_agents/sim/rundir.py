@@ -40,7 +40,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "orders": {
         "tick": pl.Int32, "slot": pl.Int32, "asset": pl.Int32, "order_id": pl.Int64,
         "kind": pl.Utf8, "side": pl.Int8, "qty": pl.Int64, "price": pl.Float64,
-        "status": pl.Utf8, "reason": pl.Utf8, "is_llm": pl.Boolean,
+        "status": pl.Utf8, "reason": pl.Utf8, "is_llm": pl.Boolean, "rounded_price": pl.Float64,
     },
     "agents": {
         "slot": pl.Int32, "type": pl.Utf8, "is_llm": pl.Boolean, "phase": pl.Int32,
@@ -52,7 +52,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "prompt_id": pl.Utf8, "prompt_version": pl.Utf8, "valid": pl.Boolean, "action": pl.Utf8,
         "qty": pl.Int64, "price": pl.Float64, "tokens_in": pl.Int64, "tokens_cached": pl.Int64,
         "tokens_out": pl.Int64, "tokens_reasoning": pl.Int64, "usd": pl.Float64,
-        "latency_s": pl.Float64, "error_class": pl.Utf8, "answer_sha256": pl.Utf8,
+        "latency_s": pl.Float64, "error_class": pl.Utf8, "error_detail": pl.Utf8,
+        "answer_sha256": pl.Utf8,
     },
 }
 TABLES: tuple[str, ...] = tuple(SCHEMAS)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from market_agents.atomic import naming
 from market_agents.config import Config, check_seed, config_hash, dump_yaml
-from market_agents.errors import ConfigError
+from market_agents.errors import ConfigError, MarketAgentsError
 from market_agents.sim import rundir
 
 
@@ -92,6 +92,19 @@ def _same_run(path: Path, config: Config, seed: int) -> bool:
         return False
     manifest = rundir.read_manifest(path)
     return manifest.get("config_hash") == config_hash(config) and manifest.get("seed") == seed
+def check_valid_counts(summary: dict, llm_decisions) -> None:
+    """Validity is counted once: the manifest's ``llm_usage.valid``, the valid rows of
+    ``llm_decisions.parquet`` and the response cache's valid entries for the run's requests
+    must agree; a run that disagrees with itself is not written (MarketAgentsError)."""
+    usage = summary.get("llm_usage")
+    if usage is None:
+        return
+    counts = {"manifest": usage["valid"],
+              "llm_decisions.parquet": int(llm_decisions["valid"].sum() or 0)}
+    if summary.get("cache_valid") is not None:
+        counts["cache"] = summary["cache_valid"]
+    if len(set(counts.values())) > 1:
+        raise MarketAgentsError(f"valid LLM answers counted differently: {counts}")
 
 
 def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | None = None,
@@ -130,6 +143,7 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
             "cache": str(cache) if cache else None})
         raise
     summary = tables.pop("summary")
+    check_valid_counts(summary, tables["llm_decisions"])
     with naming(out):  # a failed write names the run directory, not its temp sibling
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.resolve().parent))
         try:

@@ -49,6 +49,25 @@ FAULTS = ("ok", "429", "500", "529", "timeout", "reset", "badjson", "malformed",
 # Faults answered with an HTTP error status (the error body follows each wire format).
 STATUS = {"429": 429, "500": 500, "529": 529, "quota": 429, "credit": 400, "400": 400,
           "401": 401, "403": 403, "404": 404}
+# How /chat/completions treats structured output, like the servers in docs/local_models.md:
+# vllm (also Ollama, llama.cpp's llama-server) takes response_format json_schema;
+# llama_cpp_python answers HTTP 500 to it and takes json_object with a schema, or a grammar;
+# prompt_only takes no response_format at all (400).
+SERVERS = ("vllm", "llama_cpp_python", "prompt_only")
+# Schema keywords the hosted APIs reject in strict structured output (HTTP 400).
+REJECTED_KEYWORDS = {
+    "/responses": ("minLength", "maxLength"),
+    "/messages": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength",
+                  "maxLength"),
+}
+
+
+def _keywords(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        return set(node) | {k for v in node.values() for k in _keywords(v)}
+    if isinstance(node, list):
+        return {k for v in node for k in _keywords(v)}
+    return set()
 
 
 Answer = Callable[[dict[str, Any], bytes], str]
@@ -82,9 +101,17 @@ def _texts(body: dict[str, Any]) -> tuple[str, str]:
             "\n".join(t for r, t in pairs if r != "system"))
 
 
-def check_request(path: str, body: dict[str, Any]) -> list[str]:
-    """The fields this project must send; an empty list means the request is well formed."""
+def check_request(path: str, body: dict[str, Any], server: str = "vllm"
+                  ) -> tuple[int, list[str]]:
+    """The fields this project must send, and what ``server`` accepts: (HTTP status, problems);
+    an empty list means the request is well formed."""
     problems = []
+    schema = ((body.get("text") or {}).get("format") or (body.get("output_config") or {}).get(
+        "format") or {}).get("schema")
+    for suffix, banned in REJECTED_KEYWORDS.items():
+        found = sorted(_keywords(schema) & set(banned)) if path.endswith(suffix) else []
+        if found:
+            problems.append(f"schema keyword(s) not supported: {', '.join(found)}")
     if not body.get("model"):
         problems.append("model is missing")
     if path.endswith("/responses"):
@@ -107,10 +134,19 @@ def check_request(path: str, body: dict[str, Any]) -> list[str]:
             problems.append("system prompt is not marked with cache_control")
     elif path.endswith("/chat/completions"):
         fmt = body.get("response_format")
-        if fmt is not None and (fmt.get("type") != "json_schema"
-                                or not (fmt.get("json_schema") or {}).get("schema")):
+        kind = None if fmt is None else fmt.get("type")
+        if server == "llama_cpp_python" and kind == "json_schema":
+            # what llama-cpp-python's server answers (a validation error as HTTP 500)
+            return 500, ["response_format.type: Input should be 'text' or 'json_object'"]
+        if server == "prompt_only" and (fmt is not None or "grammar" in body):
+            problems.append("this server takes no response_format or grammar")
+        elif server == "vllm" and fmt is not None and (
+                kind != "json_schema" or not (fmt.get("json_schema") or {}).get("schema")):
             problems.append("response_format must be a json_schema")
-    return problems
+        elif server == "llama_cpp_python" and fmt is not None and (
+                kind != "json_object" or not fmt.get("schema")):
+            problems.append("response_format must be a json_object with a schema")
+    return (400 if problems else 200), problems
 
 
 def answer_text(body: dict[str, Any], digest: bytes) -> str:
@@ -159,10 +195,13 @@ class FakeAPI:
                  log_path: str | Path | None = None, valid_keys: set[str] | None = None,
                  answer: Answer | None = None, tokens: tuple[int, int] | None = None,
                  fault_all: str | None = None, vary: bool = False,
-                 bill_max_output: bool = False):
+                 bill_max_output: bool = False, server: str = "vllm"):
         for f in [*(faults or []), *([fault_all] if fault_all else [])]:
             if f not in FAULTS:
                 raise ValueError(f"unknown fault {f!r}; known: {FAULTS}")
+        if server not in SERVERS:
+            raise ValueError(f"unknown server {server!r}; known: {SERVERS}")
+        self.server = server
         self.fault_all = fault_all
         self.vary = vary  # answers differ between identical requests (a counter joins the seed)
         self.bill_max_output = bill_max_output  # usage.output = the request's output limit
@@ -399,10 +438,11 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
                 api.record(entry | {"status": 404})
                 self._send(404, json.dumps(_error_body(path, 404, "no such route")).encode())
                 return
-            problems = check_request(path, body)
+            status, problems = check_request(path, body, api.server)
             if problems:
-                api.record(entry | {"status": 400, "problems": problems})
-                self._send(400, json.dumps(_error_body(path, 400, "; ".join(problems))).encode())
+                api.record(entry | {"status": status, "problems": problems})
+                self._send(status, json.dumps(_error_body(path, status,
+                                                          "; ".join(problems))).encode())
                 return
             time.sleep(api.hang_s if fault == "timeout" else delay)
             if fault == "quota" and path.endswith("/messages"):  # Anthropic's out-of-credit
@@ -454,11 +494,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bill-max-output", action="store_true",
                    help="bill the request's max output tokens on every call")
     p.add_argument("--seed", type=int, default=0, help="seed of the latency jitter")
+    p.add_argument("--server", choices=SERVERS, default="vllm",
+                   help="which server's structured output /chat/completions behaves like")
     args = p.parse_args(argv)
     api = FakeAPI(args.port, args.latency, args.jitter,
                   [f for f in args.faults.split(",") if f], args.fail_rate, seed=args.seed,
                   log_path=args.log, fault_all=args.fault_all, vary=args.vary,
-                  bill_max_output=args.bill_max_output)
+                  bill_max_output=args.bill_max_output, server=args.server)
     print(f"listening on {api.url}", flush=True)
     try:
         api.httpd.serve_forever()

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from market_agents.llm import structured
 from market_agents.llm.config import ProviderSettings
 from market_agents.llm.providers.base import SDKProvider, split_system
 from market_agents.llm.types import LLMRequest, LLMResponse, Usage
@@ -32,7 +33,7 @@ class AnthropicProvider(SDKProvider):
         )
 
     def payload(self, request: LLMRequest) -> dict:
-        system, rest = split_system(request.messages)
+        system, rest = split_system(structured.messages(request))
         kwargs: dict = {
             "model": request.model,
             "max_tokens": request.max_output_tokens,
@@ -43,8 +44,11 @@ class AnthropicProvider(SDKProvider):
                 {"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}
             ]
         output_config: dict = {}
-        if request.json_schema is not None:
-            output_config["format"] = {"type": "json_schema", "schema": request.json_schema}
+        mode = request.structured_output or structured.DEFAULT_MODE
+        if request.json_schema is not None and mode == "json_schema":
+            output_config["format"] = {
+                "type": "json_schema",
+                "schema": structured.wire_schema(self.kind, mode, request.json_schema)}
         if request.reasoning_effort and supports_effort(request.model):
             output_config["effort"] = request.reasoning_effort
         if output_config:

@@ -1,9 +1,11 @@
-"""Any server speaking OpenAI chat completions (vLLM, Ollama, llama.cpp): json_schema
-``response_format`` against a configured ``base_url``. Free local models; priced from
-``prices.yaml`` like any other model id (usually at 0)."""
+"""Any server speaking OpenAI chat completions (vLLM, Ollama, llama.cpp's servers) at a
+configured ``base_url``, with the answer schema sent the way the route's ``structured_output``
+mode says (``structured.py``; docs/local_models.md). Free local models; priced from
+``prices.yaml`` like any other model id (``MARKET_AGENTS_PRICES`` can price one at 0)."""
 
 from __future__ import annotations
 
+from market_agents.llm import structured
 from market_agents.llm.config import ProviderSettings
 from market_agents.llm.providers.base import ProviderError, SDKProvider
 from market_agents.llm.types import LLMRequest, LLMResponse, Usage
@@ -24,15 +26,22 @@ class OpenAICompatibleProvider(SDKProvider):
     def payload(self, request: LLMRequest) -> dict:
         kwargs: dict = {
             "model": request.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": [{"role": m.role, "content": m.content}
+                         for m in structured.messages(request)],
             "max_tokens": request.max_output_tokens,
         }
+        mode = request.structured_output or structured.DEFAULT_MODE
         if request.json_schema is not None:
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": request.schema_name, "schema": request.json_schema,
-                                "strict": True},
-            }
+            wire = structured.wire_schema(self.kind, mode, request.json_schema)
+            if mode == "json_schema":
+                kwargs["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": request.schema_name, "schema": wire, "strict": True},
+                }
+            elif mode == "json_object_schema":
+                kwargs["response_format"] = {"type": "json_object", "schema": wire}
+            elif mode == "grammar":  # a llama.cpp extension the SDK passes through
+                kwargs["extra_body"] = {"grammar": structured.gbnf(wire)}
         if request.temperature is not None:
             kwargs["temperature"] = request.temperature
         return kwargs

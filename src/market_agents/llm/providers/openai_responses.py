@@ -4,6 +4,7 @@ hit OpenAI's prompt cache."""
 
 from __future__ import annotations
 
+from market_agents.llm import structured
 from market_agents.llm.config import ProviderSettings
 from market_agents.llm.providers.base import ProviderError, SDKProvider, split_system
 from market_agents.llm.types import LLMRequest, LLMResponse, Usage
@@ -22,7 +23,7 @@ class OpenAIProvider(SDKProvider):
         )
 
     def payload(self, request: LLMRequest) -> dict:
-        system, rest = split_system(request.messages)
+        system, rest = split_system(structured.messages(request))
         kwargs: dict = {
             "model": request.model,
             "input": rest,
@@ -33,9 +34,11 @@ class OpenAIProvider(SDKProvider):
             kwargs["instructions"] = system
         if request.prompt_id:
             kwargs["prompt_cache_key"] = request.prompt_id
-        if request.json_schema is not None:
+        mode = request.structured_output or structured.DEFAULT_MODE
+        if request.json_schema is not None and mode == "json_schema":
+            wire = structured.wire_schema(self.kind, mode, request.json_schema)
             kwargs["text"] = {"format": {"type": "json_schema", "name": request.schema_name,
-                                         "schema": request.json_schema, "strict": True}}
+                                         "schema": wire, "strict": True}}
         if request.reasoning_effort:
             kwargs["reasoning"] = {"effort": request.reasoning_effort}
         if request.temperature is not None:

