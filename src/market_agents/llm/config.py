@@ -4,8 +4,9 @@ Protocol keys: provider_mix, models, prompt_set, memory, channel, usd_cap, decis
 frozen_library. ``provider_mix`` keys are *routes*: a provider kind (``openai``,
 ``anthropic``, ``openai_compatible``, ``mock``) or an alias declared under ``providers`` with a
 ``kind`` (``openai_mini: {kind: openai}``). ``models`` maps each route to one model id or a list
-of ids; with a list each slot draws one id uniformly from the slot stream. Either way the
-protocol's ``mix_25`` (half nano, half mini) runs live:
+of ids; with a list the route's slots are dealt to the ids in equal shares (a permutation from
+the slot stream; ``agents.llm_trader.split_models``). Either way the protocol's ``mix_25``
+(half nano, half mini) runs live:
 
     provider_mix: {openai: 1.0}
     models: {openai: [gpt-5.4-nano, gpt-5.4-mini]}
