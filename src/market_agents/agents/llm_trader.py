@@ -20,7 +20,7 @@ from market_agents.errors import ConfigError
 from market_agents.llm import prompting, schema
 from market_agents.llm.client import LLMClient
 from market_agents.llm.library import DecisionLibrary, snapshot_features
-from market_agents.llm.types import LLMRequest, LLMResult
+from market_agents.llm.types import LLMRequest, LLMResult, usage_summary
 from market_agents.market.types import BUY, SELL, Cancel, MarketView, Order
 
 COHORT_SIZE = 5
@@ -272,12 +272,8 @@ class LLMTraderPool:
     def manifest(self) -> dict[str, Any]:
         if self.library is not None:
             valid = sum(1 for r in self.rows if r["valid"])
-            usage = {"requests": len(self.rows), "calls": 0, "answered": 0, "cache_hits": 0,
-                     "cached_hits": 0.0, "valid": valid, "invalid": len(self.rows) - valid,
-                     "failures": 0, "budget_halts": 0, "decision_cap_holds": 0,
-                     "budget_halt_events": [], "tokens_in": 0, "tokens_cached": 0,
-                     "tokens_cache_write": 0, "tokens_out": 0, "tokens_reasoning": 0,
-                     "usd": 0.0, "usd_spent": 0.0, "corrupt_cache_entries": 0}
+            usage = {**usage_summary({}, {}), "requests": len(self.rows), "valid": valid,
+                     "invalid": len(self.rows) - valid}
             return {"prompt_version": ",".join(self.library.meta.get("prompt_versions", [])),
                     "price_assumptions": {}, "llm_usage": usage,
                     "library": self._library_manifest()}

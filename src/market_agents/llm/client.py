@@ -29,7 +29,7 @@ from market_agents.llm.config import LLMConfig
 from market_agents.llm.pricing import PriceTable, load_prices
 from market_agents.llm.providers.base import Provider, ProviderError
 from market_agents.llm.providers.registry import load_env, make_provider
-from market_agents.llm.types import LLMRequest, LLMResponse, LLMResult, Usage
+from market_agents.llm.types import LLMRequest, LLMResponse, LLMResult, Usage, usage_summary
 
 Parse = Callable[[str], Any]
 
@@ -72,6 +72,7 @@ def _parsed_json(text: str, parse: Parse) -> Any:
     except (ValueError, ValidationError):
         return None
     return obj.model_dump(mode="json") if hasattr(obj, "model_dump") else obj
+
 
 
 class LLMClient:
@@ -304,29 +305,9 @@ class LLMClient:
     # --- bookkeeping ----------------------------------------------------------------------
 
     def usage_summary(self) -> dict[str, Any]:
-        c = self.counts
-        answered = c["answered"] + c["cache_hits"]
-        return {
-            "requests": answered + c["failures"] + c["budget_halt"] + c["decision_cap"],
-            "calls": c["calls"],
-            "answered": c["answered"],
-            "cache_hits": c["cache_hits"],
-            "cached_hits": (c["cache_hits"] / answered) if answered else 0.0,
-            "valid": c["valid"],
-            "invalid": c["invalid"],
-            "failures": c["failures"],
-            "budget_halts": c["budget_halt"],
-            "decision_cap_holds": c["decision_cap"],
-            "budget_halt_events": list(self.budget.halts),
-            "tokens_in": self.tokens["input"],
-            "tokens_cached": self.tokens["cached_input"],
-            "tokens_cache_write": self.tokens["cache_write"],
-            "tokens_out": self.tokens["output"],
-            "tokens_reasoning": self.tokens["reasoning"],
-            "usd": round(self.usd, 10),
-            "usd_spent": round(self.usd_spent, 10),
-            "corrupt_cache_entries": len(self.cache.corrupt) if self.cache else 0,
-        }
+        return usage_summary(self.counts, self.tokens, self.usd, self.usd_spent,
+                             list(self.budget.halts),
+                             len(self.cache.corrupt) if self.cache else 0)
 
     def _sem(self, name: str, size: int) -> asyncio.Semaphore:
         if name not in self._sems:

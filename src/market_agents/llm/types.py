@@ -7,6 +7,8 @@ canonical JSON (minus transport settings) is the cache key.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -104,3 +106,35 @@ class LLMResult:
     cache_hit: bool
     latency_s: float
     calls: int = 0  # provider calls this execution made for it (retries included)
+
+
+def usage_summary(counts: Mapping[str, int], tokens: Mapping[str, int], usd: float = 0.0,
+                  usd_spent: float = 0.0, halts: list | None = None,
+                  corrupt: int = 0) -> dict[str, Any]:
+    """The manifest's ``llm_usage`` block from a client's counters (USD priced and paid, budget
+    halt events, corrupt cache entries); ``usage_summary({}, {})`` is the block of a run that
+    asked no model (a classical run, a library replay), every count zero."""
+    c = Counter(counts)
+    t = Counter(tokens)
+    answered = c["answered"] + c["cache_hits"]
+    return {
+        "requests": answered + c["failures"] + c["budget_halt"] + c["decision_cap"],
+        "calls": c["calls"],
+        "answered": c["answered"],
+        "cache_hits": c["cache_hits"],
+        "cached_hits": (c["cache_hits"] / answered) if answered else 0.0,
+        "valid": c["valid"],
+        "invalid": c["invalid"],
+        "failures": c["failures"],
+        "budget_halts": c["budget_halt"],
+        "decision_cap_holds": c["decision_cap"],
+        "budget_halt_events": list(halts or []),
+        "tokens_in": t["input"],
+        "tokens_cached": t["cached_input"],
+        "tokens_cache_write": t["cache_write"],
+        "tokens_out": t["output"],
+        "tokens_reasoning": t["reasoning"],
+        "usd": round(usd, 10),
+        "usd_spent": round(usd_spent, 10),
+        "corrupt_cache_entries": corrupt,
+    }
