@@ -28,3 +28,35 @@ rule gather:
         flags=W.gather_flags,
     shell:
         "{MA} gather {params.design} {params.flags} > {log} 2>&1"
+
+
+# What a tier's stage reports: its runs gathered with the earlier tiers' (the control share_0 is
+# in T1). Snakemake's inputs already hold every run not cut by the gate, hence --allow-missing.
+rule gather_through_tier:
+    input:
+        outcomes=W.through_tier_outcomes,
+    output:
+        parquet="results/{kind}/{design}/outcomes_{tier}.parquet",
+    log:
+        "results/logs/gather/{kind}/{design}_{tier}.log",
+    params:
+        design=W.design_yaml,
+        flags=W.gather_flags,
+    shell:
+        "{MA} gather {params.design} --through-tier {wildcards.tier} --allow-missing"
+        " {params.flags} > {log} 2>&1"
+
+
+# The free σ estimates (§3): the control SD of every outcome.
+rule control_sd:
+    input:
+        outcomes="results/runs/{design}/outcomes.parquet",
+    output:
+        parquet="results/runs/{design}/control_sd.parquet",
+    log:
+        "results/logs/control_sd/{design}.log",
+    params:
+        design=W.design_yaml,
+        control=WF.control,
+    shell:
+        "{MA} sigma {params.design} --control {params.control} > {log} 2>&1"

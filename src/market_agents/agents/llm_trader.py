@@ -152,7 +152,8 @@ class LLMTraderPool:
                        for p in self.cohort.get(slot, []) if p in self.messages]
             self.activity["channel_read"] += len(channel)
         messages = prompting.build_messages(view_snapshot(view), self.llm.prompt_set,
-                                            a["persona"], memory, channel)
+                                            a["persona"], memory, channel,
+                                            self.llm.prompt_version)
         settings = self.llm.settings(a["route"])
         return LLMRequest(
             provider=a["kind"],
@@ -160,8 +161,9 @@ class LLMTraderPool:
             messages=messages,
             json_schema=self.schema,
             schema_name=schema.SCHEMA_NAME,
-            prompt_id=prompting.prompt_id(self.llm.prompt_set, a["persona"]),
-            prompt_version=prompting.PROMPT_VERSION,
+            prompt_id=prompting.prompt_id(self.llm.prompt_set, a["persona"],
+                                          self.llm.prompt_version),
+            prompt_version=self.llm.prompt_version,
             max_output_tokens=self.llm.max_output_tokens,
             temperature=self.llm.temperature,
             reasoning_effort=self.llm.reasoning_effort,
@@ -279,11 +281,12 @@ class LLMTraderPool:
                     "library": self._library_manifest()}
         models = sorted({a["model"] for a in self.assignment.values()})
         return {
-            "prompt_version": prompting.PROMPT_VERSION,
+            "prompt_version": self.llm.prompt_version,
             "price_assumptions": self.client.prices.assumptions(models),
             "llm_usage": self.client.usage_summary(),
             "llm_slots": [{"slot": s, "provider": a["route"], "model": a["model"],
-                           "prompt_id": prompting.prompt_id(self.llm.prompt_set, a["persona"])}
+                           "prompt_id": prompting.prompt_id(self.llm.prompt_set, a["persona"],
+                                                            self.llm.prompt_version)}
                           for s, a in sorted(self.assignment.items())],
         }
 

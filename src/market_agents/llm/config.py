@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from market_agents.core import Strict
+from market_agents.llm.prompting import PROMPT_VERSION, REVISIONS
 
 KINDS = ("mock", "openai", "anthropic", "openai_compatible", "library")
 FREE_KINDS = ("mock", "library")  # answer without a paid call: no key, no budget
@@ -51,6 +52,9 @@ class LLMConfig(Strict):
     provider_mix: dict[str, float] = Field(default_factory=lambda: {"mock": 1.0})
     models: dict[str, str | list[str]] = Field(default_factory=lambda: {"mock": "mock-trader"})
     prompt_set: Literal["single", "diverse"] = "single"
+    prompt_version: str = Field(
+        default=PROMPT_VERSION, description="prompt revision (llm/prompting.py REVISIONS); v2 "
+        "is the protocol's revision after a failed pilot (§4)")
     memory: int = Field(default=0, ge=0, le=50)
     channel: bool = False
     usd_cap: float = Field(default=0.0, ge=0.0,
@@ -64,6 +68,13 @@ class LLMConfig(Strict):
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = "low"
     temperature: float | None = Field(default=None, ge=0, le=2)
     token_profile: TokenProfile = Field(default_factory=TokenProfile)
+
+    @field_validator("prompt_version")
+    @classmethod
+    def _revision(cls, v: str) -> str:
+        if v not in REVISIONS:
+            raise ValueError(f"unknown prompt revision {v!r}; known: {sorted(REVISIONS)}")
+        return v
 
     @model_validator(mode="after")
     def _routes(self) -> LLMConfig:

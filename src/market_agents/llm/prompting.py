@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from market_agents.llm.schema import MAX_QTY, MAX_TEXT
 from market_agents.llm.types import Message
 
-PROMPT_VERSION = "v1"
+PROMPT_VERSION = "v1"  # the default revision
 SNAPSHOT_MARKER = "MARKET SNAPSHOT (JSON):"
 
 _BASE = (
@@ -28,6 +29,18 @@ _BASE = (
     "(null for a market order), message (a short note to your cohort or an empty string) and "
     "reason (one line)."
 )
+
+# v2 is the protocol's one prompt revision after a failed pilot (§4): v1 with every limit the
+# answer schema enforces stated, since invalid answers are what fails a pilot.
+_V2_LIMITS = (
+    f" Limits: quantity is a whole number from 1 to {MAX_QTY} (0 for hold); asset is 0 unless "
+    "the market lists two assets; limit_price is a positive price near the mid price (null for "
+    f"a market order or a hold); message and reason at most {MAX_TEXT} characters each. Answer "
+    "with the JSON object only, no other text."
+)
+
+# The revisions a config may name (population.llm.prompt_version).
+REVISIONS: dict[str, str] = {"v1": _BASE, "v2": _BASE + _V2_LIMITS}
 
 PERSONAS: dict[str, dict[str, str]] = {
     "single": {"default": "Trade on your own judgement."},
@@ -49,8 +62,8 @@ def personas(prompt_set: str) -> list[str]:
     return list(PERSONAS[prompt_set])
 
 
-def prompt_id(prompt_set: str, persona: str) -> str:
-    return f"market-{PROMPT_VERSION}-{prompt_set}-{persona}"
+def prompt_id(prompt_set: str, persona: str, version: str = PROMPT_VERSION) -> str:
+    return f"market-{version}-{prompt_set}-{persona}"
 
 
 def _r(x: float | None, nd: int = 2) -> float | None:
@@ -109,13 +122,16 @@ def build_messages(
     persona: str = "default",
     memory: list[dict[str, Any]] | None = None,
     channel: list[dict[str, Any]] | None = None,
+    version: str = PROMPT_VERSION,
 ) -> tuple[Message, ...]:
     """``memory`` (None: off) holds the last k decisions with fills; ``channel`` (None: off) the
-    cohort's last messages. The system prompt depends only on the prompt id, so providers can
-    cache it."""
+    cohort's last messages; ``version`` one of :data:`REVISIONS`. The system prompt depends only
+    on the prompt id, so providers can cache it."""
     if persona not in PERSONAS.get(prompt_set, {}):
         raise ValueError(f"unknown persona {persona!r} for prompt_set {prompt_set!r}")
-    system = f"{_BASE}\n\n{PERSONAS[prompt_set][persona]}"
+    if version not in REVISIONS:
+        raise ValueError(f"unknown prompt version {version!r}; known: {sorted(REVISIONS)}")
+    system = f"{REVISIONS[version]}\n\n{PERSONAS[prompt_set][persona]}"
     parts = [f"{SNAPSHOT_MARKER}\n{json.dumps(canonical_snapshot(snapshot))}"]
     if memory is not None:
         parts.append(_memory_lines(memory))

@@ -32,12 +32,16 @@ class WorkflowConfig(Strict):
     sigma: str = Field(default="sigma", description="free control runs for the outcome SDs")
     pilot: str = Field(default="pilot_openai", description="Phase 5b live pilot design")
     confirmatory: str = Field(default="confirmatory", description="the tiered design")
+    repilot: str = Field(default="repilot_openai",
+                         description="the failure path's one-seed re-pilot with prompt v2 (§4)")
     tokens_in: int = Field(default=_TOKENS.tokens_in, ge=1,
                            description="planned input tokens per decision")
     tokens_out: int = Field(default=_TOKENS.tokens_out, ge=1,
                             description="planned output tokens per decision")
     project_cap_usd: float = Field(default=40.0, ge=0, description="all live spend, all designs")
     pilot_cap_usd: float = Field(default=5.0, ge=0, description="live spend of the pilot design")
+    repilot_cap_usd: float = Field(default=0.7, ge=0,
+                                   description="live spend of the re-pilot design (§4)")
     reconcile_tolerance: float = Field(
         default=0.10, ge=0, description="overrun of cumulative spend over plan that triggers cuts"
     )
