@@ -59,6 +59,7 @@ def _create(args: argparse.Namespace) -> int:
         design_facts,
         pilot_and_sigma_records,
     )
+    from market_agents.protocol.pilot import after_failed_pilot, prompt_versions
 
     out = args.out or freeze_path(args.mock, args.results)
     pilot_path = args.pilot or manifests_dir(args.mock, args.results) / "pilot.json"
@@ -71,16 +72,20 @@ def _create(args: argparse.Namespace) -> int:
     design = load_design(args.design, args.results)
     pilot = json.loads(pilot_path.read_text())
     failed = [k for k, c in (pilot.get("criteria") or {}).items() if not c.get("pass")]
+    repilot = None
     if failed and not args.accept_failed_pilot:
-        raise FreezeError(
-            f"{pilot_path}: pilot criteria failed: {', '.join(failed)}. Protocol §4: revise the "
-            "prompt (v2), re-run the mock and a one-seed re-pilot (`snakemake repilot`); to "
-            f"freeze anyway run `ma freeze create {args.design} --accept-failed-pilot` and "
-            "record the deviation")
+        path = manifests_dir(args.mock, args.results) / "repilot.json"
+        try:
+            repilot = after_failed_pilot(
+                pilot, json.loads(path.read_text()) if path.exists() else None,
+                prompt_versions(design), str(path))
+        except ConfigError as exc:
+            raise FreezeError(f"{pilot_path}: {exc}") from None
     prices = yaml.safe_load(design.prices_path.read_text()) or {}
     facts = design_facts(design)
     freeze = build(facts, pilot, prices, default_thresholds())
-    freeze["pilot_failed_criteria_accepted"] = failed
+    freeze["pilot_failed_criteria_accepted"] = [] if repilot else failed
+    freeze["repilot"] = repilot
     sigma = load_design(args.sigma or design.path.parent / "sigma.yaml", args.results)
     freeze.update(pilot_and_sigma_records(facts, design, sigma, pilot,
                                           args.accept_unconfirmed_fundamentals))

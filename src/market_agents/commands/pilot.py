@@ -38,7 +38,7 @@ def _run(args: argparse.Namespace) -> int:
     import polars as pl
 
     from market_agents.protocol.design import load_design, outcomes_path, run_dir
-    from market_agents.protocol.pilot import summarize
+    from market_agents.protocol.pilot import prompt_versions, summarize
 
     design = load_design(args.design)
     path = args.outcomes or outcomes_path(design.name, args.mock)
@@ -50,6 +50,7 @@ def _run(args: argparse.Namespace) -> int:
               for c in design.cells if not design.cells[c].unavailable
               for llm in [design.cell_config(c).population.llm]}
     summary = {"design": design.name, "rehearsal": args.mock,
+               "prompt_versions": prompt_versions(design),
                **summarize(outcomes, dirs, control=args.control,
                            usd_per_decision=args.usd_per_decision, models=models)}
     write_json_atomic(args.out, summary)

@@ -184,3 +184,39 @@ def require_failed(path: Path) -> dict[str, Any]:
                           "mock re-run, one-seed re-pilot) is only for a failed pilot; freeze "
                           "instead (`snakemake freeze`)")
     return {"path": str(path), "failed": failed}
+
+
+def prompt_versions(design) -> list[str]:
+    """The prompt revisions the design's live cells use (one, normally)."""
+    return sorted({design.cell_config(c).population.llm.prompt_version
+                   for c in design.cells if not design.cells[c].unavailable
+                   and design.is_live(c)})
+
+
+def after_failed_pilot(pilot: dict[str, Any], repilot: dict[str, Any] | None,
+                       versions: list[str], where: str) -> dict[str, Any] | None:
+    """Whether the freeze may follow a failed pilot (§4): only when the re-pilot passed and the
+    confirmatory design uses the revision it passed with. Returns None for a pilot that passed,
+    else what the freeze records (``repilot``); ConfigError saying what to do otherwise.
+
+    Args:
+        pilot: the pilot manifest; repilot: the re-pilot's manifest, or None when absent.
+        versions: the confirmatory design's prompt revisions (:func:`prompt_versions`).
+        where: the re-pilot manifest's path, for the messages.
+    """
+    failed = sorted(k for k, c in (pilot.get("criteria") or {}).items() if not c.get("pass"))
+    if not failed:
+        return None
+    if repilot is None or not repilot.get("pass"):
+        state = "does not exist" if repilot is None else "records a re-pilot that failed too"
+        raise ConfigError(
+            f"pilot criteria failed: {', '.join(failed)}, and {where} {state}. Protocol §4: "
+            "revise the prompt (v2), re-run the mock and a one-seed re-pilot (`snakemake "
+            "repilot`); to freeze anyway pass --accept-failed-pilot and record the deviation")
+    if versions != repilot.get("prompt_versions"):
+        raise ConfigError(
+            f"the re-pilot passed with prompt {repilot.get('prompt_versions')}, but the "
+            f"confirmatory design uses {versions}: set population.llm.prompt_version to the "
+            "revision that passed before freezing")
+    return {"failed_pilot_criteria": failed, "path": where,
+            "prompt_versions": repilot["prompt_versions"], "criteria": repilot.get("criteria")}
