@@ -30,11 +30,11 @@ rule gather:
         "{MA} gather {params.design} {params.flags} > {log} 2>&1"
 
 
-# What a tier's stage reports: its runs gathered with the earlier tiers' (the control share_0 is
-# in T1). Snakemake's inputs already hold every run not cut by the gate, hence --allow-missing.
-rule gather_through_tier:
+# What a tier's step reports: its runs gathered with the control's (share_0 is in T1). The
+# inputs already hold every run the gate did not cut, hence --allow-missing.
+rule gather_tier:
     input:
-        outcomes=W.through_tier_outcomes,
+        outcomes=W.tier_outcomes,
     output:
         parquet="results/{kind}/{design}/outcomes_{tier}.parquet",
     log:
@@ -42,9 +42,10 @@ rule gather_through_tier:
     params:
         design=W.design_yaml,
         flags=W.gather_flags,
+        control=WF.control,
     shell:
-        "{MA} gather {params.design} --through-tier {wildcards.tier} --allow-missing"
-        " {params.flags} > {log} 2>&1"
+        "{MA} gather {params.design} --tier {wildcards.tier} --control {params.control}"
+        " --allow-missing {params.flags} > {log} 2>&1"
 
 
 # The free σ estimates (§3): the control SD of every outcome.

@@ -13,7 +13,7 @@ from market_agents.errors import MarketAgentsError
 # Subcommand modules, in the order `ma --help` lists them.
 COMMANDS = ["run", "validate", "plot", "outcomes", "gather", "summary", "sensitivity", "budget",
             "cell", "design", "gate", "pilot", "freeze", "sigma", "schema", "dag", "cache",
-            "library", "bazaar"]
+            "library", "record", "verify", "bazaar"]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -65,9 +65,9 @@ class Workflow:
         return [str(run_dir(design, cell, seed, mock) / OUTCOMES_FILE)
                 for cell, seed in self.designs.runs(design, tier, mock, self.config.max_seeds)]
 
-    def gathered(self, design: str, mock: bool = False, through_tier: str | None = None) -> str:
-        """The design's outcomes.parquet (``ma gather``), or the one of its runs through a tier."""
-        return str(outcomes_path(design, mock, through_tier=through_tier))
+    def gathered(self, design: str, mock: bool = False, tier: str | None = None) -> str:
+        """The design's outcomes.parquet (``ma gather``), or one tier's with the control's."""
+        return str(outcomes_path(design, mock, tier=tier))
 
     def control_sd_file(self, design: str) -> str:
         """The design's control SD of every outcome (``ma sigma``; the free σ estimates)."""
@@ -91,17 +91,17 @@ class Workflow:
         return str(gate.spent_path(design, tier))
 
     def tier_target(self, design: str, tier: str) -> list[str]:
-        """A tier is done when its runs are scored and gathered with the earlier tiers' and, if
-        it is live, its spend reconciled."""
-        files = [*self.outcome_files(design, tier), self.gathered(design, through_tier=tier)]
+        """A tier is done when its runs are scored and gathered with the control's and, if it
+        is live, its spend reconciled."""
+        files = [*self.outcome_files(design, tier), self.gathered(design, tier=tier)]
         if tier in self.designs.live_tiers(design):
             files.append(self.spent(design, tier))
         return files
 
     def rehearsal_tier_target(self, design: str, tier: str) -> list[str]:
-        """The rehearsal of a tier: its runs on the mock, gathered with the earlier tiers'."""
+        """The rehearsal of a tier: its runs on the mock, gathered with the control's."""
         return [*self.outcome_files(design, tier, mock=True),
-                self.gathered(design, mock=True, through_tier=tier)]
+                self.gathered(design, mock=True, tier=tier)]
 
     def all_spent(self, design: str) -> list[str]:
         """The reconciled spend of every live tier of a design."""
@@ -175,14 +175,19 @@ class Workflow:
             return [self.manifest("freeze", mock=True)]
         return []
 
-    def through_tier_outcomes(self, wildcards: Any) -> list[str]:
-        """outcomes.json of the runs of every tier up to ``wildcards.tier`` (runs or rehearsal,
-        by ``wildcards.kind``)."""
+    def tier_outcomes(self, wildcards: Any) -> list[str]:
+        """outcomes.json of the runs of ``wildcards.tier`` and of the control cell (runs or
+        rehearsal, by ``wildcards.kind``): what a tier's gathered file holds."""
         mock = wildcards.kind == "rehearsal"
-        mine = tier_key(wildcards.tier)
-        tiers = {label(c.tier) for c in self.designs.get(wildcards.design).cells.values()}
-        return [f for t in sorted(tiers, key=tier_key) if tier_key(t) <= mine
-                for f in self.outcome_files(wildcards.design, t, mock)]
+        control = self.config.control
+        tier = self.outcome_files(wildcards.design, wildcards.tier, mock)
+        design = self.designs.get(wildcards.design)
+        if control in design.cells and label(design.cells[control].tier) != wildcards.tier:
+            runs = self.designs.runs(wildcards.design, label(design.cells[control].tier), mock,
+                                     self.config.max_seeds)
+            tier += [str(run_dir(wildcards.design, c, s, mock) / OUTCOMES_FILE)
+                     for c, s in runs if c == control]
+        return tier
 
     def rehearsal_library_input(self, wildcards: Any) -> list[str]:
         """A rehearsed cell that replays a library needs the one built from rehearsed T1 runs."""

@@ -236,10 +236,10 @@ def design_dir(design_name: str, mock: bool = False, root: Path | str = RESULTS)
 
 
 def outcomes_path(design_name: str, mock: bool = False, root: Path | str = RESULTS,
-                  through_tier: str | None = None) -> Path:
+                  tier: str | None = None) -> Path:
     """A design's gathered outcomes: ``outcomes.parquet``, or ``outcomes_<tier>.parquet`` for
-    the runs of the tiers up to and including ``through_tier`` (what a tier's stage reports)."""
-    name = f"outcomes_{through_tier}.parquet" if through_tier else "outcomes.parquet"
+    the runs of one tier with the control cell's (what a tier's step reports)."""
+    name = f"outcomes_{tier}.parquet" if tier else "outcomes.parquet"
     return design_dir(design_name, mock, root) / name
 
 

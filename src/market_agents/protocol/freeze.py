@@ -225,7 +225,7 @@ def equal_usd(pilot: dict[str, Any], cells: list[str]) -> dict[str, dict[str, An
             raise FreezeError(f"the pilot manifest has no measured spend per {cell!r} run "
                               "(usd_per_run): the equal-USD cap cannot be frozen; re-run "
                               "`ma pilot` on a pilot with that live cell")
-        out[cell] = {"usd_cap": round(float(row["mean_usd"]), 10), "runs": row["runs"],
+        out[cell] = {"usd_cap": float(row["mean_usd"]), "runs": row["runs"],
                      "models": row.get("models", []),
                      "measured_as": "mean llm_usd per pilot run of this cell"}
     return out

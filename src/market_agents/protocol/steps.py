@@ -31,7 +31,7 @@ from market_agents.protocol.design import (
     outcomes_path,
     run_dir,
 )
-from market_agents.protocol.tiers import TIERS, label, tier_key
+from market_agents.protocol.tiers import TIERS
 from market_agents.sim.rundir import OUTCOMES_FILE, is_complete, read_json, read_manifest
 
 
@@ -98,16 +98,18 @@ def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
 
 
 def gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
-           allow_missing: bool = False, through_tier: str | None = None) -> pl.DataFrame:
+           allow_missing: bool = False, tier: str | None = None,
+           control: str | None = None) -> pl.DataFrame:
     """Every run's outcomes.json with design, cell, tier, seed, labels and config_hash; with
-    ``through_tier`` only the runs of the tiers up to and including it."""
+    ``tier`` only the runs of that tier's cells and of the ``control`` cell (whatever its tier:
+    the share_0 of T1 is every tier's control)."""
     rows, missing = [], []
     cells = None
-    if through_tier is not None:
-        if through_tier not in TIERS:
-            raise ConfigError(f"--through-tier {through_tier!r}: not a tier ({', '.join(TIERS)})")
+    if tier is not None:
+        if tier not in TIERS:
+            raise ConfigError(f"--tier {tier!r}: not a tier ({', '.join(TIERS)})")
         cells = [c.name for c in design.cells.values()
-                 if tier_key(label(c.tier)) <= tier_key(through_tier)]
+                 if c.tier == tier or (c.name == control and not c.unavailable)]
         if not cells:
             return pl.DataFrame()
     for cell, seed in design.runs(cells):
@@ -130,9 +132,10 @@ def gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
 
 
 def write_gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
-                 allow_missing: bool = False, through_tier: str | None = None) -> Path:
-    out = outcomes_path(design.name, mock, root, through_tier)
-    write_parquet_atomic(out, gather(design, mock, root, allow_missing, through_tier))
+                 allow_missing: bool = False, tier: str | None = None,
+                 control: str | None = None) -> Path:
+    out = outcomes_path(design.name, mock, root, tier)
+    write_parquet_atomic(out, gather(design, mock, root, allow_missing, tier, control))
     return out
 
 
