@@ -35,7 +35,8 @@ def plans(confirmatory):
     return {p.cell: p for p in plan_design(confirmatory, 760, 230)}
 
 
-@pytest.mark.parametrize("name", ["exploratory", "sigma", "pilot_openai", "confirmatory"])
+@pytest.mark.parametrize("name", ["exploratory", "sigma", "pilot_openai", "confirmatory",
+                                  "repilot_openai"])
 def test_every_design_loads(name):
     design = load_design(DESIGNS / f"{name}.yaml")
     assert design.name == name and design.runs()
@@ -259,3 +260,33 @@ def test_bad_seed_string_and_unknown_design_key(tmp_path):
                                                    "seeds": "one-two"}]))
     with pytest.raises(ConfigError, match=r"bad.yaml: celss: Extra inputs"):
         load_design(write_design(tmp_path, celss=[]))
+
+
+def test_mix_25_rehearsed_over_seeds_101_to_106_splits_its_slots_evenly(tmp_path):
+    """§5.2 note ii: half of the LLM slots on each model in every run (25 slots: 13 + 12, the odd
+    one alternating with the seed), so seeds 101-106 plan 2,025 + 2,025 decisions."""
+    import polars as pl
+
+    done = ma(["design", str(CONFIRMATORY), "--cells", "mix_25", "--mock", "--workers", "2",
+               "--quiet", "--results", str(tmp_path)])
+    assert done == 0
+    slots: dict[str, int] = {}
+    for seed in range(101, 107):
+        path = run_dir("confirmatory", "mix_25", seed, mock=True, root=tmp_path)
+        models = [s["model"] for s in json.loads((path / "manifest.json").read_text())
+                  ["llm_slots"]]
+        nano, mini = models.count("gpt-5.4-nano"), models.count("gpt-5.4-mini")
+        assert nano + mini == 25 and abs(nano - mini) == 1, (seed, nano, mini)
+        decided = pl.read_parquet(path / "llm_decisions.parquet").group_by("model").agg(
+            pl.col("slot").n_unique())
+        assert dict(decided.iter_rows()) == {"gpt-5.4-nano": nano, "gpt-5.4-mini": mini}
+        for m in models:
+            slots[m] = slots.get(m, 0) + 1
+    assert slots == {"gpt-5.4-nano": 75, "gpt-5.4-mini": 75}  # x 27 decisions = 2,025 each
+
+
+def test_t5_usd_cap_before_the_freeze_is_share_25s_planned_spend(tmp_path, plans):
+    confirmatory = load_design(CONFIRMATORY, results=tmp_path)  # no freeze.json there
+    cap = confirmatory.cell_config("mini_25_equalusd").population.llm.usd_cap
+    assert cap == plans["share_25"].run_usd == pytest.approx(675 * 0.0005)
+    assert "usd_cap" not in json.dumps(confirmatory.cell("mini_25_equalusd").overrides)
