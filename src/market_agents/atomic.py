@@ -15,18 +15,8 @@ import polars as pl
 
 
 def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write to a temp file in the same directory, then rename it into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=1, sort_keys=True, allow_nan=False)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Strict JSON (sorted keys, one-space indent, a final newline), written atomically."""
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n")
 
 
 def write_parquet_atomic(path: str | Path, frame: pl.DataFrame) -> None:
