@@ -217,12 +217,13 @@ def test_no_sanity_run_wrote_under_the_live_roots(sanity):
     assert not (root / ".research/results").exists()
 
 
-def test_paper_sanity_fails_with_a_verdict_until_its_target_exists(sanity):
+@pytest.mark.xfail(strict=True, reason="`snakemake paper` lands with issue 12: then this passes "
+                   "and the mark goes")
+def test_paper_sanity_builds_the_rehearsed_paper(sanity):
     root, _, _ = sanity
     done = make(root, "run", "RUN_ID=paper", "MODE=sanity")
-    assert done.returncode != 0
-    last = _lines(done)[-1]
-    assert last.startswith("SANITY_VALIDATION: FAIL reason=snakemake rehearse_paper failed")
+    assert _lines(done)[-1] == "SANITY_VALIDATION: PASS", (done.stdout + done.stderr)[-3000:]
+    assert (root / "results/sanity/paper/eval_inputs/paper.json").exists()
 
 
 def test_the_t5_cap_in_a_rehearsal_is_the_rehearsed_pilots_mean_share_25_spend(sanity):

@@ -82,6 +82,8 @@ class RunSpec(Strict):
                              "runs and the control's (outcomes_<tier>.parquet)")
     manifests: list[ManifestName] = Field(default_factory=list,
                                           description="protocol manifests that are inputs")
+    files: list[str] = Field(default_factory=list, description="other inputs (.parquet or "
+                             ".json), relative to the working directory, e.g. paper/paper.json")
     tasks: list[str] | None = Field(default=None, description="task types to score (default: "
                                     "every type in .research/evaluation.json)")
     control: str = Field(default=DEFAULTS.control, description="control cell of the effects")
@@ -174,6 +176,8 @@ def input_sources(spec: RunSpec, mode: str) -> dict[str, Path]:
             out[f"{name}.parquet"] = outcomes_path(d, mock, tier=spec.tier)
     for m in spec.manifests:
         out[f"{m}.json"] = manifests_dir(mock) / f"{m}.json"
+    for f in spec.files:
+        out[Path(f).name] = Path(f)
     return out
 
 
