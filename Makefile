@@ -18,12 +18,15 @@ $(VENV)/ma: pyproject.toml uv.lock
 
 # The main job on built-in defaults: the protocol's Phase 5a exploratory design (14 cells x
 # seeds 1-3) on the mock provider -- no key, no cost -- then its outcomes, one line per cell.
-# With RUN_ID, the run
-# contract: config/run/$(RUN_ID).yaml's Snakemake target at MODE (sanity|pilot|full; sanity runs
-# in its own project, results/sanity/$(RUN_ID)/, never touching live results), raw inputs
-# in results/contract/$(RUN_ID)/$(MODE)/eval_inputs/, then `make evaluate` writes metrics.json.
+# With RUN_ID, the run contract (docs/contract.md): config/run/$(RUN_ID).yaml's step at MODE
+# (sanity|pilot|full). src.main refuses a pilot/full run not declared in the committed
+# .research/record.json (`ma record declare`), runs the target and writes eval_inputs/; then
+# `make evaluate` writes metrics.json, evaluation.md and .provenance.json. Results:
+# .research/results/$(RUN_ID)/; a sanity run's (mock, tiny designs) under results/sanity/.
+# EXECUTION_ID=... names a CI or cluster execution (default: one of its own, host+time+pid).
 RUN_ID ?=
 MODE ?= sanity
+export EXECUTION_ID
 run: setup
 ifeq ($(strip $(RUN_ID)),)
 	$(VENV)/snakemake --cores $(WORKERS) exploratory
@@ -66,7 +69,7 @@ bench: setup
 # results/cache, results/manifests (freeze, pilot, budgets, spend ledger, deviations),
 # results/library or a paid Bazaar evaluation: no target deletes them (docs/guards.md).
 CLEANABLE := results/rehearsal results/smoke results/sanity results/test results/logs \
-	results/dag results/report.html results/contract/*/sanity results/bazaar/anchors \
+	results/dag results/report.html results/bazaar/anchors \
 	results/bazaar/exploits results/bazaar/eval/mock .snakemake
 # Opt-in: a real tiny model in the loop (docs/local_models.md). Builds llama-cpp-python[server]
 # from PyPI into its own environment (.local-llm/venv, not .venv; 10-20 min on 2 cores the first

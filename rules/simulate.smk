@@ -49,6 +49,7 @@ rule simulate_live:
 rule rehearse:
     input:
         library=W.rehearsal_library_input,
+        freeze=W.rehearsal_freeze_input,
     output:
         **W.run_outputs("rehearsal"),
     log:

@@ -11,6 +11,7 @@ rule exploratory:
 rule sigma:
     input:
         W.gathered(WF.sigma),
+        W.control_sd_file(WF.sigma),
 
 
 rule pilot:
@@ -62,36 +63,48 @@ rule sensitivity:
 rule rehearse_pilot:
     input:
         W.gathered(WF.pilot, mock=True),
+        rules.rehearse_pilot_manifest.output.manifest,
+
+
+# The failure path (§4), once a failed pilot is recorded: mock re-run, then the live re-pilot.
+rule repilot:
+    input:
+        rules.repilot_manifest.output.manifest,
+
+
+rule rehearse_repilot:
+    input:
+        rules.rehearse_repilot_manifest.output.manifest,
 
 
 rule rehearse_T1:
     input:
-        W.outcome_files(WF.confirmatory, "T1", mock=True),
+        W.rehearsal_tier_target(WF.confirmatory, "T1"),
 
 
 rule rehearse_T2:
     input:
-        W.outcome_files(WF.confirmatory, "T2", mock=True),
+        W.rehearsal_tier_target(WF.confirmatory, "T2"),
 
 
 rule rehearse_T3:
     input:
-        W.outcome_files(WF.confirmatory, "T3", mock=True),
+        W.rehearsal_tier_target(WF.confirmatory, "T3"),
 
 
 rule rehearse_T4:
     input:
-        W.outcome_files(WF.confirmatory, "T4", mock=True),
+        W.rehearsal_tier_target(WF.confirmatory, "T4"),
 
 
 rule rehearse_T5:
     input:
-        W.outcome_files(WF.confirmatory, "T5", mock=True),
+        W.rehearsal_tier_target(WF.confirmatory, "T5"),
 
 
 rule rehearse_T6:
     input:
-        W.outcome_files(WF.confirmatory, "T6", mock=True),
+        W.rehearsal_tier_target(WF.confirmatory, "T6"),
 
 
 rule rehearse_confirmatory:

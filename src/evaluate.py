@@ -1,33 +1,39 @@
-"""Contract evaluation: ``python -m src.evaluate --run-id RUN_ID --mode MODE`` reads
-results/contract/<run_id>/<mode>/eval_inputs/ and writes metrics.json beside it."""
+"""Contract evaluation: ``python -m src.evaluate --run-id RUN_ID --mode MODE`` scores the run's
+``eval_inputs/`` with the run config's tasks (or every task type in .research/evaluation.json),
+writes ``metrics.json`` and ``evaluation.md`` beside them and declares the directory in
+``.provenance.json``. A sanity run ends with ``SANITY_VALIDATION: PASS`` or ``FAIL reason=…``."""
 
 import argparse
 import sys
 from pathlib import Path
 
-from market_agents.atomic import json_text, write_text_atomic
 from market_agents.errors import MarketAgentsError
-from market_agents.pipeline.contract import evaluate, load_run_spec, run_dir
+from market_agents.pipeline.contract import MODES, SANITY_LINE, evaluate_run, load_run_spec
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m src.evaluate", description=__doc__)
     p.add_argument("--run-id", required=True)
-    p.add_argument("--mode", default="sanity", choices=["sanity", "pilot", "full"])
+    p.add_argument("--mode", default="sanity", choices=MODES)
     p.add_argument("--workdir", type=Path, default=Path("."))
     args = p.parse_args(argv)
     try:
-        spec = load_run_spec(args.run_id, args.workdir)
-        out = args.workdir / run_dir(spec, args.mode)
-        metrics = evaluate(spec, out)
-        write_text_atomic(out / "metrics.json", json_text(metrics, indent=2))
+        out, failure = evaluate_run(load_run_spec(args.run_id, args.workdir), args.mode,
+                                    args.workdir)
     except MarketAgentsError as exc:
         print(f"src.evaluate: error: {exc}", file=sys.stderr)
+        if args.mode == "sanity":
+            print(f"{SANITY_LINE} FAIL reason={exc}")
         return 2
     except OSError as exc:  # a full disk, a lost permission: atomic names the file
         print(f"src.evaluate: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        if args.mode == "sanity":
+            print(f"{SANITY_LINE} FAIL reason={exc.filename}: {exc.strerror}")
         return 2
-    print(f"metrics -> {out / 'metrics.json'}")
+    print(f"metrics -> {out / 'metrics.json'}; report -> {out / 'evaluation.md'}")
+    if args.mode == "sanity":
+        print(f"{SANITY_LINE} PASS" if failure is None else f"{SANITY_LINE} FAIL reason={failure}")
+        return 0 if failure is None else 1
     return 0
 
 

@@ -1,26 +1,31 @@
-"""Contract entry point: ``python -m src.main --run-id RUN_ID --mode MODE`` runs the run's
-Snakemake target and writes its raw evaluation inputs to results/contract/<run_id>/<mode>/
-eval_inputs/. All logic lives in ``market_agents.pipeline.contract``."""
+"""Contract entry point: ``python -m src.main --run-id RUN_ID --mode MODE`` checks the run may
+start (pilot and full: declared in the committed .research/record.json), runs its Snakemake
+target and writes its raw evaluation inputs to ``eval_inputs/`` (.research/results/<run_id>/, or
+results/sanity/<run_id>/ for a sanity run). All logic lives in
+``market_agents.pipeline.contract``; docs/contract.md describes the contract."""
 
 import argparse
 import sys
 from pathlib import Path
 
 from market_agents.errors import MarketAgentsError
-from market_agents.pipeline.contract import execute, load_run_spec
+from market_agents.pipeline.contract import MODES, SANITY_LINE, execute, load_run_spec
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m src.main", description=__doc__)
     p.add_argument("--run-id", required=True, help="config/run/<run_id>.yaml")
-    p.add_argument("--mode", default="sanity", choices=["sanity", "pilot", "full"])
+    p.add_argument("--mode", default="sanity", choices=MODES)
     p.add_argument("--workdir", type=Path, default=Path("."),
-                   help="project directory holding config/ and results/ (default: here)")
+                   help="project directory holding config/, .research/ and results/ (default: "
+                   "here)")
     args = p.parse_args(argv)
     try:
         out = execute(load_run_spec(args.run_id, args.workdir), args.mode, args.workdir)
     except MarketAgentsError as exc:
         print(f"src.main: error: {exc}", file=sys.stderr)
+        if args.mode == "sanity":
+            print(f"{SANITY_LINE} FAIL reason={exc}")
         return 2
     print(f"eval inputs -> {out / 'eval_inputs'}")
     return 0

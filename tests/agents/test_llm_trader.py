@@ -7,8 +7,10 @@ import json
 
 import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from market_agents.agents.llm_trader import COHORT_SIZE, LLMTraderPool
+from market_agents.agents.llm_trader import COHORT_SIZE, LLMTraderPool, split_models
 from market_agents.config import Config
 from market_agents.errors import ConfigError
 from market_agents.llm.budget import Budget
@@ -60,10 +62,25 @@ def test_two_models_of_one_provider_split_the_slots():
     p = LLMTraderPool(cfg(models={"mock": ["gpt-5.4-nano", "gpt-5.4-mini"]}), Streams(1),
                       list(range(100)), None)
     models = [x["model"] for x in p.assignment.values()]
-    assert 35 <= models.count("gpt-5.4-nano") <= 65 and set(models) == {"gpt-5.4-nano",
-                                                                       "gpt-5.4-mini"}
+    assert models.count("gpt-5.4-nano") == models.count("gpt-5.4-mini") == 50
     assert set(p.manifest()["price_assumptions"]) == {"gpt-5.4-nano", "gpt-5.4-mini"}
     p.close()
+
+
+@given(slots=st.sets(st.integers(0, 999), max_size=120),
+       k=st.integers(1, 4), seed=st.integers(0, 2**31))
+def test_model_split_is_exactly_even_and_rotates_the_remainder(slots, k, seed):
+    models = [f"m{i}" for i in range(k)]
+    split = split_models(list(slots), models, Streams(seed), "openai")
+    assert set(split) == slots
+    counts = [list(split.values()).count(m) for m in models]
+    assert max(counts) - min(counts) <= 1 and sum(counts) == len(slots)
+    # k consecutive seeds give every model the same number of slots in all.
+    totals = [0] * k
+    for s in range(seed - seed % k, seed - seed % k + k):
+        got = list(split_models(list(slots), models, Streams(s), "openai").values())
+        totals = [t + got.count(m) for t, m in zip(totals, models, strict=True)]
+    assert len(set(totals)) == 1
 
 
 def test_decisions_become_orders_and_rows():

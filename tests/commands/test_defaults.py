@@ -40,5 +40,5 @@ def test_planning_and_the_contract_use_the_same_defaults():
         params = inspect.signature(fn).parameters
         assert params["tokens_in"].default == DEFAULTS.tokens_in
         assert params["tokens_out"].default == DEFAULTS.tokens_out
-    spec = RunSpec(run_id="x", target="exploratory", designs=["exploratory"])
+    spec = RunSpec(run_id="x", step="exploratory", target="exploratory", designs=["exploratory"])
     assert spec.control == DEFAULTS.control

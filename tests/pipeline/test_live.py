@@ -97,6 +97,8 @@ def test_kill_resume_pilot_and_reapproval(tmp_path):
 def _confirmatory_t1_behind_the_freeze(project):
     """Freeze after the pilot, run tier T1 live, then change the confirmatory base: refused."""
     design = project / "config/test/designs/confirmatory.yaml"
+    sigma = smk(project, "--cores", "2", "sigma")  # the freeze confirms the fundamentals on it
+    assert sigma.returncode == 0, sigma.stderr[-3000:]
     frozen = subprocess.run([str(BIN / "ma"), "freeze", "create", str(design.relative_to(
         project)), "--accept-failed-pilot"], cwd=project, env=env(), capture_output=True,
         text=True, timeout=60)  # the fake server's tokens are cheap: the cost criterion fails

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import polars as pl
 
-from market_agents.testing.fakeserver import FakeAPI
 from tests.support import ROOT
 from tests.support.workflow import env, smk
 
@@ -31,7 +30,7 @@ def _project(path: Path) -> Path:
     for name in ("config", "rules", "workflow"):
         shutil.copytree(ROOT / name, path / name)
     for name in ("Snakefile", "Makefile", "pyproject.toml", "uv.lock", "src/main.py",
-                 "src/evaluate.py"):
+                 "src/evaluate.py", ".research/evaluation.json"):
         (path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, path / name)
     return path
@@ -80,13 +79,9 @@ def test_sanity_rehearsal_and_smoke_never_touch_live_results_and_clean_keeps_the
     _seed_live_results(project)
     before = _live_tree(project)
 
-    run_ids = sorted(p.stem for p in (project / "config/run").glob("*.yaml"))
-    assert run_ids == ["exploratory_mock", "pilot_openai", "sigma"]
-    with FakeAPI() as api:  # the sanity pilot is live against the local fake server
-        keys = {"OPENAI_BASE_URL": f"{api.url}/v1", "OPENAI_API_KEY": "sk-test"}
-        for run_id in run_ids:
-            _ok(_make(project, "run", f"RUN_ID={run_id}", "MODE=sanity", **keys))
-        assert api.requests  # the sanity pilot called the fake provider, in its own root
+    # One sanity run of the contract here; every step's, against sentinels in the live roots:
+    # tests/pipeline/test_contract.py.
+    _ok(_make(project, "run", "RUN_ID=exploratory_mock", "MODE=sanity"))
     rehearse = [f"rehearse_{t}" for t in ("pilot", "T1", "T2", "T3", "T4", "T5", "T6",
                                           "confirmatory")]
     _ok(smk(project, "--cores", "2", *rehearse))
@@ -94,24 +89,17 @@ def test_sanity_rehearsal_and_smoke_never_touch_live_results_and_clean_keeps_the
 
     assert _live_tree(project) == before
     # Each mode wrote its own files under its own root.
-    sandbox = project / "results/sanity"
-    pilot = json.loads((sandbox / "pilot_openai/results/manifests/pilot.json").read_text())
-    assert pilot["decisions"] > 0
-    assert (sandbox / "pilot_openai/results/manifests/budget/pilot_openai_all.json").exists()
-    assert (sandbox / "pilot_openai/results/cache/pilot_openai.sqlite").is_dir()
+    sandbox = project / "results/sanity/exploratory_mock"
+    assert pl.read_parquet(sandbox / "eval_inputs/exploratory.parquet").height == 4
+    metrics = json.loads((sandbox / "metrics.json").read_text())["inputs"]["exploratory"]
+    assert metrics["cell_means"]["share_25"]["n_runs"] == 2
     assert (project / "results/rehearsal/confirmatory/outcomes.parquet").exists()
     assert (project / "results/smoke/results/runs/exploratory/outcomes.parquet").exists()
-    contract = project / "results/contract/exploratory_mock/sanity"
-    assert pl.read_parquet(contract / "eval_inputs/exploratory.parquet").height == 4
-    metrics = json.loads((contract / "metrics.json").read_text())["designs"]["exploratory"]
-    assert metrics["runs"] == 4 and metrics["cell_means"]["share_25"]["n_runs"] == 2
-    effect = metrics["effects_vs_control"]["share_25"]
-    assert effect["n_pairs"] == 2 and effect["volatility"]["n"] == 2
 
     _ok(_make(project, "clean"))
     assert _live_tree(project) == before
     for gone in ("results/sanity", "results/smoke", "results/rehearsal", "results/logs",
-                 "results/contract/exploratory_mock/sanity", ".snakemake"):
+                 ".snakemake"):
         assert not (project / gone).exists(), gone
 
 

@@ -36,7 +36,8 @@ def plans(confirmatory):
     return {p.cell: p for p in plan_design(confirmatory, 760, 230)}
 
 
-@pytest.mark.parametrize("name", ["exploratory", "sigma", "pilot_openai", "confirmatory"])
+@pytest.mark.parametrize("name", ["exploratory", "sigma", "pilot_openai", "confirmatory",
+                                  "repilot_openai"])
 def test_every_design_loads(name):
     design = load_design(DESIGNS / f"{name}.yaml")
     assert design.name == name and design.runs()
@@ -294,6 +295,8 @@ def test_seed_lists_are_bounded(tmp_path, seeds, message):
 def test_numbers_in_a_design_are_finite(tmp_path, changes, message):
     with pytest.raises(ConfigError, match=r"bad\.yaml: " + message):
         load_design(write_design(tmp_path, **changes))
+
+
 def test_ma_budget_shows_measured_tokens_beside_the_planning_profile(tmp_path, capsys):
     from market_agents.config import Config
     from market_agents.sim.runner import run_to_dir
@@ -307,7 +310,7 @@ def test_ma_budget_shows_measured_tokens_beside_the_planning_profile(tmp_path, c
     dec = pl.read_parquet(run / "llm_decisions.parquet").filter(pl.col("valid").is_not_null())
     from_cache, from_run = out["measured_profile"]
     assert from_cache | {"source": ""} == from_run | {"source": ""}
-    assert from_run["decisions"] == dec.height and from_run["prompt_version"] == "v2"
+    assert from_run["decisions"] == dec.height and from_run["prompt_version"] == "v1"
     assert from_run["tokens_in"] == pytest.approx(dec["tokens_in"].mean(), abs=0.05)
     assert (out["tokens_in"], out["tokens_out"]) == (760, 230)  # planning stays the protocol's
     assert ma(["budget", str(CONFIRMATORY), "--tier", "T3", "--measured", str(run)]) == 0
@@ -315,3 +318,33 @@ def test_ma_budget_shows_measured_tokens_beside_the_planning_profile(tmp_path, c
     assert "planning profile 760 in / 230 out" in text and "mock-trader" in text
     assert ma(["budget", str(CONFIRMATORY), "--measured", str(tmp_path)]) == 2
     assert "--measured" in capsys.readouterr().err
+
+
+def test_mix_25_rehearsed_over_seeds_101_to_106_splits_its_slots_evenly(tmp_path):
+    """§5.2 note ii: half of the LLM slots on each model in every run (25 slots: 13 + 12, the odd
+    one alternating with the seed), so seeds 101-106 plan 2,025 + 2,025 decisions."""
+    import polars as pl
+
+    done = ma(["design", str(CONFIRMATORY), "--cells", "mix_25", "--mock", "--workers", "2",
+               "--quiet", "--results", str(tmp_path)])
+    assert done == 0
+    slots: dict[str, int] = {}
+    for seed in range(101, 107):
+        path = run_dir("confirmatory", "mix_25", seed, mock=True, root=tmp_path)
+        models = [s["model"] for s in json.loads((path / "manifest.json").read_text())
+                  ["llm_slots"]]
+        nano, mini = models.count("gpt-5.4-nano"), models.count("gpt-5.4-mini")
+        assert nano + mini == 25 and abs(nano - mini) == 1, (seed, nano, mini)
+        decided = pl.read_parquet(path / "llm_decisions.parquet").group_by("model").agg(
+            pl.col("slot").n_unique())
+        assert dict(decided.iter_rows()) == {"gpt-5.4-nano": nano, "gpt-5.4-mini": mini}
+        for m in models:
+            slots[m] = slots.get(m, 0) + 1
+    assert slots == {"gpt-5.4-nano": 75, "gpt-5.4-mini": 75}  # x 27 decisions = 2,025 each
+
+
+def test_t5_usd_cap_before_the_freeze_is_share_25s_planned_spend(tmp_path, plans):
+    confirmatory = load_design(CONFIRMATORY, results=tmp_path)  # no freeze.json there
+    cap = confirmatory.cell_config("mini_25_equalusd").population.llm.usd_cap
+    assert cap == plans["share_25"].run_usd == pytest.approx(675 * 0.0005)
+    assert "usd_cap" not in json.dumps(confirmatory.cell("mini_25_equalusd").overrides)

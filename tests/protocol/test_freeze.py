@@ -85,32 +85,84 @@ def test_missing_freeze_and_missing_price_say_what_to_do(tmp_path, pkg_copy):
 
 
 def test_cli_refuses_a_failed_pilot_unless_accepted_and_never_overwrites(workdir):
+    """The freeze CLI on the tiny designs, after the sigma runs: a failed pilot is refused unless
+    accepted; the freeze records the equal-USD cap, the fundamentals' confirmation and the token
+    profiles, and the T5 cell reads its cap from it."""
     import json
     import subprocess
 
+    from market_agents.protocol.design import load_design
     from tests.support.workflow import BIN, env
 
+    def ma(*args):
+        return subprocess.run([str(BIN / "ma"), *args], cwd=workdir, env=env(),
+                              capture_output=True, text=True, timeout=120)
+
+    assert ma("design", "config/test/designs/sigma.yaml", "--quiet").returncode == 0
     pilot = workdir / "pilot.json"
     pilot.write_text(json.dumps({**PILOT, "pass": False, "criteria": {
-        "validity": {"pass": True}, "cost_per_decision": {"pass": False}}}))
-    out = workdir / "freeze.json"
-    cmd = [str(BIN / "ma"), "freeze", "create", "config/test/designs/confirmatory.yaml",
-           "--pilot", str(pilot), "--out", str(out)]
-    run = lambda *extra: subprocess.run([*cmd, *extra], cwd=workdir, env=env(),  # noqa: E731
-                                        capture_output=True, text=True, timeout=60)
-    refused = run()
+        "validity": {"pass": True}, "cost_per_decision": {"pass": False}},
+        "usd_per_run": {"share_25": {"mean_usd": 0.0123, "runs": 3, "models": ["gpt-5.4-nano"]}},
+        "tokens_per_decision": {"in": 700.0, "out": 200.0, "reasoning": 50.0}}))
+    out = workdir / "results/manifests/freeze.json"
+    cmd = ("freeze", "create", "config/test/designs/confirmatory.yaml", "--pilot", str(pilot))
+    design = load_design(workdir / "config/test/designs/confirmatory.yaml", workdir / "results")
+    planned = design.cell_config("mini_25_equalusd").population.llm.usd_cap
+    assert planned == pytest.approx(25 * 0.0005)  # before the freeze: share_25's planned spend
+    with pytest.raises(Exception, match="freeze first"):
+        design.require_freeze("mini_25_equalusd")
+    refused = ma(*cmd)
     assert refused.returncode == 2 and "pilot criteria failed: cost_per_decision" in refused.stderr
-    assert run("--accept-failed-pilot").returncode == 0
+    done = ma(*cmd, "--accept-failed-pilot")
+    assert done.returncode == 0, done.stderr
     frozen = json.loads(out.read_text())
     assert frozen["pilot_failed_criteria_accepted"] == ["cost_per_decision"]
     assert frozen["config_hash"] and frozen["mde"]["share_25"]["seeds"] == 2
-    again = run("--accept-failed-pilot")
+    assert frozen["equal_usd"]["share_25"]["usd_cap"] == 0.0123
+    check = frozen["fundamentals_check"]
+    assert check["confirmed"] and check["target"] == 0.005 and len(check["per_seed"]) == 3
+    assert abs(check["mean_sd"] / 0.005 - 1) <= 0.25
+    profiles = frozen["token_profiles"]
+    assert profiles["gpt-5.4-nano"]["source"] == "measured in the pilot"
+    assert profiles["gpt-5.4-mini"]["in"] == 700.0
+    assert profiles["gpt-5.4-mini"]["source"] == "assumed equal to gpt-5.4-nano (not measured)"
+    # The T5 cell reads its cap from the freeze, never a number in the design.
+    after = load_design(workdir / "config/test/designs/confirmatory.yaml", workdir / "results")
+    assert after.cell_config("mini_25_equalusd").population.llm.usd_cap == 0.0123
+    after.require_freeze("mini_25_equalusd")
+    again = ma(*cmd, "--accept-failed-pilot")
     assert again.returncode == 2 and "a freeze is written once" in again.stderr
-    verify = subprocess.run([str(BIN / "ma"), "freeze", "verify",
-                             "config/test/designs/confirmatory.yaml", "--freeze", str(out)],
-                            cwd=workdir, env=env(), capture_output=True, text=True, timeout=60)
+    verify = ma("freeze", "verify", "config/test/designs/confirmatory.yaml", "--freeze", str(out))
     assert verify.returncode == 0, verify.stderr
     assert frozen["git"] == {"commit": None, "dirty": None}
+
+
+def test_fundamentals_check_refuses_another_market_and_a_missed_target(tmp_path):
+    from market_agents.protocol.freeze import fundamentals_check
+
+    with pytest.raises(FreezeError, match="differ from the confirmatory base"):
+        fundamentals_check({}, {"fundamentals": {"jump_sigma": 3.0}},
+                           {"fundamentals": {"jump_sigma": 4.0}})
+    import polars as pl
+
+    run = tmp_path / "seed0001"
+    run.mkdir()
+    v = [100.0, 101.0, 99.0, 100.0]
+    pl.DataFrame({"asset": [0] * 4, "fundamental": v, "public_value": [100.0] * 4}).write_parquet(
+        run / "ticks.parquet")
+    same = {"fundamentals": {}}
+    check = fundamentals_check({1: run}, same, same)
+    gaps = [100.0 / x - 1 for x in v]
+    mean = sum(gaps) / 4
+    sd = (sum((g - mean) ** 2 for g in gaps) / 3) ** 0.5
+    assert check["mean_sd"] == pytest.approx(sd) and not check["confirmed"]  # ≈ 0.8 %, not 0.5 %
+
+
+def test_equal_usd_needs_the_pilot_spend_of_the_reference_cell():
+    from market_agents.protocol.freeze import equal_usd
+
+    with pytest.raises(FreezeError, match="no measured spend per 'share_25' run"):
+        equal_usd({"usd_per_run": {"share_5": {"mean_usd": 0.1, "runs": 3}}}, ["share_25"])
 
 
 def test_the_sensitivity_grid_is_defined_once_in_the_frozen_outcomes():

@@ -28,7 +28,9 @@ def _finish(workdir, cell, seed, usd):
 
 def test_overrun_cuts_t2_and_check_refuses_the_cut_seed(workdir):
     path = workdir / DESIGN
-    path.write_text(path.read_text().replace("name: share_50, tier: T2", "name: mini_25, tier: T2"))
+    # T1 and T2 only (later tiers would be cut first), share_50 renamed mini_25.
+    text = path.read_text().split("  - name: mix_25")[0]
+    path.write_text(text.replace("name: share_50, tier: T2", "name: mini_25, tier: T2"))
     for seed in (101, 102, 103):
         _finish(workdir, "share_0", seed, 0.0)
     for seed in (101, 102):  # planned 25 decisions x 0.0005 = 0.0125 USD each; spent 0.02

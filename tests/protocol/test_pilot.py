@@ -39,6 +39,11 @@ def test_summary_passes_good_pilot():
     assert m["tokens_per_decision"]["in"] == pytest.approx(760)
     assert m["pass"] and all(c["pass"] for c in m["criteria"].values())
     assert m["realized_shares"]["share_25"]["llm_volume_share"] == pytest.approx(0.25)
+    # The mean spend per live run of each cell (T5's equal-USD cap is share_25's).
+    assert m["usd_per_run"] == {"share_25": {"mean_usd": pytest.approx(0.05), "runs": 3,
+                                             "models": []}}
+    with_models = summarize(_outcomes(), **PILOT, models={"share_25": ["gpt-5.4-nano"]})
+    assert with_models["usd_per_run"]["share_25"]["models"] == ["gpt-5.4-nano"]
 
 
 @pytest.mark.parametrize("kw, failing", [({"valid": 0.7}, "validity"),
@@ -65,3 +70,36 @@ def test_cost_rule_names_the_planned_rate_it_checks():
     m = summarize(_outcomes(usd_per=0.001), control="share_0", usd_per_decision=0.001)
     assert m["criteria"]["cost_per_decision"]["pass"]
     assert m["criteria"]["cost_per_decision"]["rule"] == "usd per decision within ±30 % of 0.001"
+
+
+FAILED = {"pass": False, "criteria": {"validity": {"pass": False}, "failures": {"pass": True}}}
+
+
+def test_the_failure_path_starts_only_after_a_failed_pilot(tmp_path):
+    import json
+
+    from market_agents.protocol.pilot import require_failed
+
+    path = tmp_path / "pilot.json"
+    with pytest.raises(ConfigError, match="pilot.json does not exist: the re-pilot"):
+        require_failed(path)
+    path.write_text(json.dumps({"pass": True, "criteria": {"validity": {"pass": True}}}))
+    with pytest.raises(ConfigError, match="records a pilot that passed"):
+        require_failed(path)
+    path.write_text(json.dumps(FAILED))
+    assert require_failed(path) == {"path": str(path), "failed": ["validity"]}
+
+
+def test_the_freeze_follows_a_failed_pilot_only_through_a_passing_repilot():
+    from market_agents.protocol.pilot import after_failed_pilot
+
+    assert after_failed_pilot({"pass": True, "criteria": {}}, None, ["v1"], "r.json") is None
+    with pytest.raises(ConfigError, match=r"failed: validity, and r\.json does not exist"):
+        after_failed_pilot(FAILED, None, ["v2"], "r.json")
+    with pytest.raises(ConfigError, match="records a re-pilot that failed too"):
+        after_failed_pilot(FAILED, {"pass": False}, ["v2"], "r.json")
+    passed = {"pass": True, "prompt_versions": ["v2"], "criteria": {}}
+    with pytest.raises(ConfigError, match=r"confirmatory design uses \['v1'\]"):
+        after_failed_pilot(FAILED, passed, ["v1"], "r.json")
+    assert after_failed_pilot(FAILED, passed, ["v2"], "r.json")["failed_pilot_criteria"] == [
+        "validity"]

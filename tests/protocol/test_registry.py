@@ -45,7 +45,7 @@ def test_designs_load_once(registry):
 
 def test_live_tiers_come_in_the_protocols_order(registry, protocol):
     assert protocol.live_tiers("confirmatory") == list(TIERS)
-    assert registry.live_tiers("confirmatory") == ["T1", "T2"]
+    assert registry.live_tiers("confirmatory") == ["T1", "T2", "T3", "T4", "T5"]  # T6: mock
     assert registry.live_tiers("exploratory") == []
     assert registry.live_tiers("live") == [NO_TIER]
 

@@ -86,6 +86,7 @@ PERTURBATIONS: dict[str, tuple[str, dict[str, Any]]] = {
         "population.llm.providers": {"mock_b": {"kind": "mock"}}}),
     "population.llm.models": ("llm", {"population.llm.models": {"mock": "gpt-5.4-mini"}}),
     "population.llm.prompt_set": ("llm", {"population.llm.prompt_set": "diverse"}),
+    "population.llm.prompt_version": ("llm", {"population.llm.prompt_version": "v2"}),
     "population.llm.memory": ("llm", {"population.llm.memory": 3}),
     "population.llm.channel": ("llm", {"population.llm.channel": True}),
     "population.llm.usd_cap": ("llm", {"population.llm.usd_cap": 0.005}),

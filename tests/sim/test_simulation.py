@@ -1,6 +1,7 @@
 """Whole runs: determinism, slot parity, schedule, rules that must bite, conservation."""
 
 import hashlib
+import json
 
 import numpy as np
 import polars as pl
@@ -9,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from market_agents.config import Config, load_config
+from market_agents.llm.types import usage_summary
 from market_agents.market.types import AssetView, MarketView
-from market_agents.sim.rundir import TABLES
+from market_agents.sim.rundir import CHECKLIST_FIELDS, TABLES
 from market_agents.sim.runner import run_to_dir
 from market_agents.sim.simulation import simulate
 
@@ -28,6 +30,13 @@ def test_same_config_and_seed_give_identical_files(tmp_path, baseline_path):
     assert (a / "config.yaml").read_text() == (b / "config.yaml").read_text()
     c = run_to_dir(cfg, 4, tmp_path / "c", progress=False)
     assert (a / "ticks.parquet").read_bytes() != (c / "ticks.parquet").read_bytes()
+    # A classical run's manifest has the replication checklist's seven fields (§6) too.
+    manifest = json.loads((a / "manifest.json").read_text())
+    assert set(CHECKLIST_FIELDS) <= set(manifest)
+    assert manifest["prompt_version"] is None and manifest["final_conservation_ok"] is True
+    assert manifest["llm_usage"] == usage_summary({}, {}) and manifest["llm_usage"]["usd"] == 0
+    table = manifest["price_assumptions"]["price_table"]
+    assert table["source"] == "config/prices.yaml" and table["date"] >= "2026-10-27"
 
 
 # The baseline market, seed 1, pinned. A change meant to leave the market alone (a speed-up,

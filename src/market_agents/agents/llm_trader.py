@@ -3,8 +3,9 @@
 The simulator hands the pool every LLM slot due at a tick; the pool turns each ``MarketView``
 into a plain snapshot, builds the requests (persona, memory, cohort channel), sends them
 together through :class:`LLMClient`, and turns each answer into orders. An invalid, refused,
-failed or budget-halted answer means hold. Which provider, model and persona a slot gets is
-drawn from that slot's own stream, so it never depends on any other slot.
+failed or budget-halted answer means hold. Which provider and persona a slot gets is drawn
+from that slot's own stream, so it never depends on any other slot; a route with several model
+ids deals its slots to them in equal shares (:func:`split_models`).
 """
 
 from __future__ import annotations
@@ -105,6 +106,31 @@ def parse_order(text: str, n_assets: int, tick_size: float) -> schema.Decision:
     return d
 
 
+def split_models(slots: list[int], models: list[str], streams: streams_mod.Streams,
+                 route: str) -> dict[int, str]:
+    """Equal shares of a route's slots per model (protocol §5.2 note ii, ``mix_25``): a
+    permutation from the slot stream deals the slots to the models in turn, so each model gets
+    floor(n/k) or ceil(n/k) slots, never a coin flip per slot. Which models get the remainder
+    rotates with the seed (seed mod k first), so over k consecutive seeds every model gets the
+    same number of slots: 25 slots, two models, seeds 101-106 give 13/12, 12/13, ... and
+    2,025 + 2,025 decisions in all.
+
+    Args:
+        slots: the route's LLM slots (any order; sorted here).
+        models: the route's model ids, in the config's order.
+        streams: the run's streams (its seed rotates the remainder).
+        route: the route name (names the permutation's stream).
+
+    Returns: slot -> model id.
+    """
+    k = len(models)
+    order = streams.generator(streams_mod.SLOTS, "llm_models", route).permutation(sorted(slots))
+    first = streams.seed % k
+    # Slot i of the permutation goes to model (first + i) mod k: the first n mod k models in
+    # that order are the ones with one slot more.
+    return {int(s): models[(first + i) % k] for i, s in enumerate(order)}
+
+
 class LLMTraderPool:
     def __init__(self, config, streams: streams_mod.Streams, slots: list[int],
                  cache_path: str | Path | None, client: LLMClient | None = None,
@@ -154,6 +180,12 @@ class LLMTraderPool:
                 "model": models[int(u_model * len(models))],
                 "persona": personas[int(u_persona * len(personas))],
             }
+        for route in routes:
+            if len(llm.model_ids(route)) > 1:
+                on_route = [s for s in self.slots if self.assignment[s]["route"] == route]
+                for slot, model in split_models(on_route, llm.model_ids(route), streams,
+                                                route).items():
+                    self.assignment[slot]["model"] = model
         self.cohort: dict[int, list[int]] = {}
         if llm.channel:
             order = streams.generator(streams_mod.SLOTS, "llm_cohorts").permutation(self.slots)
@@ -186,7 +218,8 @@ class LLMTraderPool:
                        for p in self.cohort.get(slot, []) if p in self.messages]
             self.activity["channel_read"] += len(channel)
         messages = prompting.build_messages(view_snapshot(view), self.rules, self.llm.prompt_set,
-                                            a["persona"], memory, channel)
+                                            a["persona"], memory, channel,
+                                            self.llm.prompt_version)
         settings = self.llm.settings(a["route"])
         band = schema.price_band([x.mid_price for x in view.assets])
         return LLMRequest(
@@ -196,8 +229,9 @@ class LLMTraderPool:
             json_schema=schema.decision_schema(self.n_assets, band),
             structured_output=self.llm.structured_output(a["route"]),
             schema_name=schema.SCHEMA_NAME,
-            prompt_id=prompting.prompt_id(self.llm.prompt_set, a["persona"]),
-            prompt_version=prompting.PROMPT_VERSION,
+            prompt_id=prompting.prompt_id(self.llm.prompt_set, a["persona"],
+                                          self.llm.prompt_version),
+            prompt_version=self.llm.prompt_version,
             max_output_tokens=self.llm.max_output_tokens,
             temperature=self.llm.temperature,
             reasoning_effort=self.llm.reasoning_effort,
@@ -374,12 +408,13 @@ class LLMTraderPool:
             # llm_usage.valid and to llm_decisions.parquet (checked when the run is written)
             "cache_valid": None if cache is None else sum(
                 is_valid_entry(e) for e in map(cache.get, self.keys) if e is not None),
-            "prompt_version": prompting.PROMPT_VERSION,
+            "prompt_version": self.llm.prompt_version,
             "structured_output": {r: self.llm.structured_output(r) for r in self.llm.routes()},
             "price_assumptions": self.client.prices.assumptions(models),
             "llm_usage": self.client.usage_summary(),
             "llm_slots": [{"slot": s, "provider": a["route"], "model": a["model"],
-                           "prompt_id": prompting.prompt_id(self.llm.prompt_set, a["persona"]),
+                           "prompt_id": prompting.prompt_id(self.llm.prompt_set, a["persona"],
+                                                            self.llm.prompt_version),
                            "structured_output": self.llm.structured_output(a["route"])}
                           for s, a in sorted(self.assignment.items())],
         }

@@ -37,3 +37,37 @@ def paired_differences(outcomes: pl.DataFrame, control: str,
             row[y] = d.filter(d.is_finite())
         table[cell] = row
     return table
+
+
+# Numeric columns of a gathered outcomes frame that describe the run, not its market.
+RUN_COLUMNS = ("seed", "llm_share")
+
+
+def outcome_columns(outcomes: pl.DataFrame) -> list[str]:
+    """The numeric outcome columns of a gathered frame, in its order (run columns excluded)."""
+    return [c for c in outcomes.columns
+            if outcomes[c].dtype.is_numeric() and c not in RUN_COLUMNS]
+
+
+def control_sd(outcomes: pl.DataFrame, control: str) -> pl.DataFrame:
+    """The free σ estimates (protocol §3): for every outcome of the ``control`` cell, the number
+    of runs with a finite value, their mean and their SD (ddof 1; null below two runs).
+
+    Args:
+        outcomes: one row per run (``cell``, ``seed``, outcome columns), e.g. the sigma design's
+            outcomes.parquet (share_0, seeds 1-30).
+        control: the control cell; ValueError when absent.
+
+    Returns: columns outcome, n, mean, sd; one row per outcome, in the frame's column order.
+    """
+    base = outcomes.filter(pl.col("cell") == control)
+    if not base.height:
+        raise ValueError(f"no runs of the control cell {control!r}")
+    rows = []
+    for y in outcome_columns(base):
+        v = base[y].cast(pl.Float64).drop_nulls()
+        v = v.filter(v.is_finite())
+        rows.append({"outcome": y, "n": len(v), "mean": float(v.mean()) if len(v) else None,
+                     "sd": float(v.std(ddof=1)) if len(v) > 1 else None})
+    return pl.DataFrame(rows, schema={"outcome": pl.Utf8, "n": pl.Int64, "mean": pl.Float64,
+                                      "sd": pl.Float64})

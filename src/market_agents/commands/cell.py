@@ -34,7 +34,7 @@ def main(args: argparse.Namespace) -> int:
     from market_agents.protocol.design import load_design
     from market_agents.protocol.steps import simulate
 
-    design = load_design(args.design)
+    design = load_design(args.design, args.results)
     cell = design.cell(args.cell)
     design.cell_config(args.cell)  # an unavailable cell fails here, naming why
     if args.seed not in cell.seeds and not args.any_seed:

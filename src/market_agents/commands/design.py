@@ -44,7 +44,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.workers < 1 or (args.max_seeds is not None and args.max_seeds < 1):
         raise ConfigError("--workers and --max-seeds must be >= 1")
-    design = load_design(args.design)
+    design = load_design(args.design, args.results)
     started = time.perf_counter()
     counts = run_design(design, args.cells, args.max_seeds, args.workers, args.cache, args.mock,
                         args.results, progress=False if args.quiet else None,

@@ -25,10 +25,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     fsub = p.add_subparsers(dest="freeze_command", metavar="ACTION", required=True)
     c = fsub.add_parser("create", help="write the freeze")
     c.add_argument("design", help="confirmatory design YAML")
-    c.add_argument("--pilot", type=Path, default=Path("results/manifests/pilot.json"))
-    c.add_argument("--out", type=Path, default=Path("results/manifests/freeze.json"))
+    c.add_argument("--sigma", default=None,
+                   help="sigma design YAML whose runs confirm the fundamentals (default: "
+                   "sigma.yaml beside the design)")
+    c.add_argument("--pilot", type=Path, default=None,
+                   help="pilot manifest (default results/manifests/pilot.json, or the "
+                   "rehearsal's with --mock)")
+    c.add_argument("--out", type=Path, default=None,
+                   help="the freeze (default results/manifests/freeze.json, or the "
+                   "rehearsal's with --mock)")
+    c.add_argument("--mock", action="store_true",
+                   help="freeze the rehearsal: from the rehearsed pilot, into "
+                   "results/rehearsal/manifests/")
+    c.add_argument("--results", type=Path, default=Path("results"), help="results root")
     c.add_argument("--accept-failed-pilot", action="store_true",
                    help="freeze although a pilot criterion failed (record it as a deviation)")
+    c.add_argument("--accept-unconfirmed-fundamentals", action="store_true",
+                   help="freeze although SD(V^pub/V - 1) on the sigma seeds misses its target "
+                   "(record it as a deviation)")
     c.set_defaults(func=_create)
     v = fsub.add_parser("verify", help="check the freeze against the code, design and commit "
                         "now")
@@ -40,31 +54,50 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _create(args: argparse.Namespace) -> int:
     import yaml
 
-    from market_agents.protocol.design import load_design
-    from market_agents.protocol.freeze import FreezeError, build, default_thresholds, design_facts
+    from market_agents.protocol.design import freeze_path, load_design, manifests_dir
+    from market_agents.protocol.freeze import (
+        FreezeError,
+        build,
+        default_thresholds,
+        design_facts,
+        pilot_and_sigma_records,
+    )
+    from market_agents.protocol.pilot import after_failed_pilot, prompt_versions
 
-    if args.out.exists():
-        raise FreezeError(f"{args.out} exists: a freeze is written once. To re-freeze, record "
+    out = args.out or freeze_path(args.mock, args.results)
+    pilot_path = args.pilot or manifests_dir(args.mock, args.results) / "pilot.json"
+    if out.exists():
+        raise FreezeError(f"{out} exists: a freeze is written once. To re-freeze, record "
                           "the deviation, then delete the file deliberately")
-    if not args.pilot.exists():
-        raise ConfigError(f"{args.pilot} does not exist: run `snakemake pilot` first")
-    design = load_design(args.design)
-    pilot = json.loads(args.pilot.read_text())
+    if not pilot_path.exists():
+        raise ConfigError(f"{pilot_path} does not exist: run `snakemake "
+                          f"{'rehearse_pilot' if args.mock else 'pilot'}` first")
+    design = load_design(args.design, args.results)
+    pilot = json.loads(pilot_path.read_text())
     failed = [k for k, c in (pilot.get("criteria") or {}).items() if not c.get("pass")]
+    repilot = None
     if failed and not args.accept_failed_pilot:
-        raise FreezeError(
-            f"{args.pilot}: pilot criteria failed: {', '.join(failed)}. Protocol §4: revise the "
-            "prompt (v2), re-run the mock and a one-seed re-pilot; to freeze anyway run "
-            f"`ma freeze create {args.design} --accept-failed-pilot` and record the deviation")
+        path = manifests_dir(args.mock, args.results) / "repilot.json"
+        try:
+            repilot = after_failed_pilot(
+                pilot, json.loads(path.read_text()) if path.exists() else None,
+                prompt_versions(design), str(path))
+        except ConfigError as exc:
+            raise FreezeError(f"{pilot_path}: {exc}") from None
     prices = yaml.safe_load(design.prices_path.read_text()) or {}
-    freeze = build(design_facts(design), pilot, prices, default_thresholds())
-    if freeze["git"]["dirty"]:
+    facts = design_facts(design)
+    freeze = build(facts, pilot, prices, default_thresholds())
+    if freeze["git"]["dirty"] and not args.mock:
         raise FreezeError("the work tree has uncommitted changes to tracked files: commit "
                           "them first (the freeze pins a commit, and every confirmatory live "
                           "call checks that HEAD is that commit and the tree is clean)")
-    freeze["pilot_failed_criteria_accepted"] = failed
-    write_json_atomic(args.out, freeze)
-    print(f"froze {design.name} at {freeze['git']['commit']} -> {args.out}")
+    freeze["pilot_failed_criteria_accepted"] = [] if repilot else failed
+    freeze["repilot"] = repilot
+    sigma = load_design(args.sigma or design.path.parent / "sigma.yaml", args.results)
+    freeze.update(pilot_and_sigma_records(facts, design, sigma, pilot,
+                                          args.accept_unconfirmed_fundamentals))
+    write_json_atomic(out, freeze)
+    print(f"froze {design.name} at {freeze['git']['commit']} -> {out}")
     return 0
 
 

@@ -39,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--freeze", type=Path, default=None,
                    help="require this freeze file to exist and match (default for the "
                    "confirmatory design: RESULTS/manifests/freeze.json)")
+    a.add_argument("--after-failed-pilot", type=Path, default=None, metavar="PILOT_JSON",
+                   help="require this pilot manifest to record a failed pilot (the re-pilot of "
+                   "the failure path, §4)")
     a.add_argument("--tolerance", type=float, default=DEFAULTS.reconcile_tolerance,
                    help="spend over plan that triggers the order of sacrifice "
                    "(default %(default)s)")
@@ -86,6 +89,11 @@ def _approve(args: argparse.Namespace) -> int:
     record = {}
     if args.freeze is not None or guard.is_confirmatory(design.name):
         record = guard.check_freeze(design)
+    failed_pilot = None
+    if args.after_failed_pilot is not None:
+        from market_agents.protocol.pilot import require_failed
+
+        failed_pilot = require_failed(args.after_failed_pilot)
     check_keys(design, sorted({r.cell for r in mine if r.decisions > 0 and not r.done}), where)
     pilot_cap = args.pilot_cap
     if pilot_cap is not None and design.budget.cap_usd is not None:
@@ -102,6 +110,8 @@ def _approve(args: argparse.Namespace) -> int:
     manifest["design_file"] = str(args.design)
     manifest["freeze"] = record["freeze"]["file"] if record else None
     manifest.update({k: v for k, v in record.items() if k != "freeze"})
+    if failed_pilot is not None:
+        manifest["after_failed_pilot"] = failed_pilot
     _write(args.out, manifest)
     plan = manifest["plan"]
     print(f"budget gate {where}: approved {plan['live_runs']} live runs, "

@@ -15,6 +15,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mock", action="store_true", help="gather the mock rehearsal")
     p.add_argument("--allow-missing", action="store_true",
                    help="skip runs without outcomes.json instead of failing")
+    p.add_argument("--tier", default=None,
+                   help="only the runs of TIER and of the --control cell, into "
+                   "outcomes_<TIER>.parquet")
+    p.add_argument("--control", default=None, help="the control cell gathered with --tier")
     p.add_argument("--results", default="results", help="results root (default results)")
     p.set_defaults(func=main)
 
@@ -23,6 +27,7 @@ def main(args: argparse.Namespace) -> int:
     from market_agents.protocol.design import load_design
     from market_agents.protocol.steps import write_gather
 
-    out = write_gather(load_design(args.design), args.mock, args.results, args.allow_missing)
+    out = write_gather(load_design(args.design, args.results), args.mock, args.results,
+                       args.allow_missing, args.tier, args.control)
     print(f"wrote {out}")
     return 0

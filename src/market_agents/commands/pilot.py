@@ -24,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--outcomes", type=Path, default=None,
                    help="gathered outcomes.parquet (default: the design's)")
     p.add_argument("--out", type=Path, default=Path("results/manifests/pilot.json"))
+    p.add_argument("--mock", action="store_true",
+                   help="summarize the mock rehearsal of the pilot (results/rehearsal/...)")
     p.add_argument("--control", default=DEFAULTS.control,
                    help="control cell of the paired differences (default %(default)s)")
     p.add_argument("--usd-per-decision", type=float, default=DEFAULTS.planning_usd_per_decision,
@@ -35,17 +37,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from market_agents.protocol.design import design_dir, load_design, run_dir
-    from market_agents.protocol.pilot import summarize
+    from market_agents.protocol.design import load_design, outcomes_path, run_dir
+    from market_agents.protocol.pilot import prompt_versions, summarize
 
     design = load_design(args.design)
-    path = args.outcomes or design_dir(design.name) / "outcomes.parquet"
+    path = args.outcomes or outcomes_path(design.name, args.mock)
     if not path.exists():
         raise ConfigError(f"{path} does not exist: run `snakemake pilot` (or `ma gather`) first")
     outcomes = pl.read_parquet(path)
-    dirs = [run_dir(design.name, c, s) for c, s in design.runs()]
-    summary = {"design": design.name, **summarize(outcomes, dirs, control=args.control,
-                                                   usd_per_decision=args.usd_per_decision)}
+    dirs = [run_dir(design.name, c, s, args.mock) for c, s in design.runs()]
+    models = {c: [m for r in llm.paid_routes() for m in llm.model_ids(r)]
+              for c in design.cells if not design.cells[c].unavailable
+              for llm in [design.cell_config(c).population.llm]}
+    summary = {"design": design.name, "rehearsal": args.mock,
+               "prompt_versions": prompt_versions(design),
+               **summarize(outcomes, dirs, control=args.control,
+                           usd_per_decision=args.usd_per_decision, models=models)}
     write_json_atomic(args.out, summary)
     failed = [k for k, c in summary["criteria"].items() if not c["pass"]]
     print(f"pilot {design.name}: {summary['total_usd']:.4f} USD, {summary['decisions']:,} "

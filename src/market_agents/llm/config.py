@@ -1,12 +1,13 @@
 """The `population.llm` block of the simulation config (owned by the LLM layer).
 
 Protocol keys: provider_mix, models, prompt_set, memory, channel, usd_cap, decision_cap,
-frozen_library, max_failure_rate; ``replay`` is a serving switch (not hashed). ``provider_mix``
-keys are *routes*: a provider kind (``openai``, ``anthropic``, ``openai_compatible``, ``mock``)
-or an alias declared under ``providers`` with a ``kind`` (``openai_mini: {kind: openai}``).
-``models`` maps each route to one model id or a list of ids; with a list each slot draws one
-id uniformly from the slot stream. Either way the protocol's ``mix_25`` (half nano, half mini)
-runs live:
+frozen_library, max_failure_rate, prompt_version; ``replay`` is a serving switch (not hashed).
+``provider_mix`` keys are *routes*: a provider kind (``openai``, ``anthropic``,
+``openai_compatible``, ``mock``) or an alias declared under ``providers`` with a ``kind``
+(``openai_mini: {kind: openai}``). ``models`` maps each route to one model id or a list of ids;
+with a list the route's slots are dealt to the ids in equal shares (a permutation from the slot
+stream; ``agents.llm_trader.split_models``). Either way the protocol's ``mix_25`` (half nano,
+half mini) runs live:
 
     provider_mix: {openai: 1.0}
     models: {openai: [gpt-5.4-nano, gpt-5.4-mini]}
@@ -16,9 +17,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from market_agents.core import Strict
+from market_agents.llm.prompting import PROMPT_VERSION, REVISIONS
 from market_agents.llm.structured import DEFAULT_MODE, KIND_MODES
 
 KINDS = ("mock", "openai", "anthropic", "openai_compatible", "library")
@@ -58,6 +60,9 @@ class LLMConfig(Strict):
     provider_mix: dict[str, float] = Field(default_factory=lambda: {"mock": 1.0})
     models: dict[str, str | list[str]] = Field(default_factory=lambda: {"mock": "mock-trader"})
     prompt_set: Literal["single", "diverse"] = "single"
+    prompt_version: str = Field(
+        default=PROMPT_VERSION, description="prompt revision (llm/prompting.py REVISIONS); v2 "
+        "is the protocol's revision after a failed pilot (§4)")
     memory: int = Field(default=0, ge=0, le=50)
     channel: bool = False
     usd_cap: float = Field(default=0.0, ge=0.0,
@@ -78,6 +83,13 @@ class LLMConfig(Strict):
         default=False, exclude=True, description="serve every answer from the response cache; "
         "a miss stops the run, no key is needed and no provider client is built. A serving "
         "switch, not part of the experiment: left out of config.yaml and the config hash")
+
+    @field_validator("prompt_version")
+    @classmethod
+    def _revision(cls, v: str) -> str:
+        if v not in REVISIONS:
+            raise ValueError(f"unknown prompt revision {v!r}; known: {sorted(REVISIONS)}")
+        return v
 
     @model_validator(mode="after")
     def _routes(self) -> LLMConfig:

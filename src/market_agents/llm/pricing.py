@@ -4,6 +4,7 @@ row and a call's usage. An unknown model is an error that names it: nothing runs
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -68,6 +69,19 @@ class PriceTable(Strict):
         """Rows for the manifest: what each used model was priced at, and why."""
         return {m: self.price(m).model_dump() | {"per_tokens": self.per_tokens}
                 for m in sorted(set(models))}
+
+    def provenance(self) -> dict[str, str]:
+        """The table itself, for a run that priced no model (a classical run's manifest): its
+        newest row's date, its source file (relative to the project when inside it) and the
+        file's sha256."""
+        path = Path(self.path)
+        try:
+            source = str(path.relative_to(DEFAULT_PATH.parents[1]))
+        except ValueError:
+            source = path.name
+        return {"date": max((r.date for r in self.models.values()), default=""),
+                "source": source,
+                "sha256": hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""}
 
 
 def usage_cost(row: ModelPrice, usage: Usage, per_tokens: int = 1_000_000) -> float:

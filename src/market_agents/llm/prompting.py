@@ -14,12 +14,13 @@ from typing import Any
 from market_agents.llm.schema import MAX_QTY, MAX_TEXT
 from market_agents.llm.types import Message
 
-PROMPT_VERSION = "v2"
+# v1 is the pilot's prompt; v2 the protocol's one revision after a failed pilot (§4).
+PROMPT_VERSION = "v1"
 SNAPSHOT_MARKER = "MARKET SNAPSHOT (JSON):"
 
-# v2 states every limit the schema and the exchange enforce, in as few tokens as it can: a
-# tiny model given v1 answered 200 shares (cap 100), asset 1 in a one-asset market and prices
-# far from the market.
+# v1 states every limit the schema and the exchange enforce, in as few tokens as it can: a
+# tiny model given the prompt before it (issue 14) answered 200 shares (cap 100), asset 1 in a
+# one-asset market and prices far from the market.
 _BASE = (
     "You trade in a simulated stock market against other traders. Goal: end the session with "
     "the most wealth (cash plus shares at the market price). The session lasts {ticks} ticks; "
@@ -37,6 +38,17 @@ _BASE = (
     'limit order, null for a market order or hold; message: a short note to your cohort or "";'
 " reason: one line; each at most {max_text} characters."
 )
+
+# v2 is the protocol's one prompt revision after a failed pilot (§4): v1 with the limits the
+# answer schema enforces said once more, since invalid answers are what fails a pilot.
+_V2_LIMITS = (
+    "\nLimits: quantity is a whole number from 1 to {max_qty} (0 for hold); limit_price is a "
+    "positive price near the mid price (null for a market order or a hold); message and reason "
+    "at most {max_text} characters each. Answer with the JSON object only, no other text."
+)
+
+# The revisions a config may name (population.llm.prompt_version).
+REVISIONS: dict[str, str] = {"v1": _BASE, "v2": _BASE + _V2_LIMITS}
 
 PERSONAS: dict[str, dict[str, str]] = {
     "single": {"default": "Trade on your own judgement."},
@@ -58,16 +70,19 @@ def personas(prompt_set: str) -> list[str]:
     return list(PERSONAS[prompt_set])
 
 
-def prompt_id(prompt_set: str, persona: str) -> str:
-    return f"market-{PROMPT_VERSION}-{prompt_set}-{persona}"
+def prompt_id(prompt_set: str, persona: str, version: str = PROMPT_VERSION) -> str:
+    return f"market-{version}-{prompt_set}-{persona}"
 
 
-def system_text(rules: dict[str, Any]) -> str:
-    """The rules part of the system prompt. ``rules``: ``ticks`` (session length),
-    ``decision_interval`` (ticks between decisions), ``tick_size`` (currency units),
-    ``order_ttl`` (ticks a limit order rests), ``n_assets``."""
+def system_text(rules: dict[str, Any], version: str = PROMPT_VERSION) -> str:
+    """The rules part of the system prompt of revision ``version`` (:data:`REVISIONS`).
+    ``rules``: ``ticks`` (session length), ``decision_interval`` (ticks between decisions),
+    ``tick_size`` (currency units), ``order_ttl`` (ticks a limit order rests), ``n_assets``.
+    Raises ValueError for an unknown revision."""
+    if version not in REVISIONS:
+        raise ValueError(f"unknown prompt version {version!r}; known: {sorted(REVISIONS)}")
     n = int(rules["n_assets"])
-    return _BASE.format(
+    return REVISIONS[version].format(
         ticks=int(rules["ticks"]), interval=int(rules["decision_interval"]),
         tick=f"{float(rules['tick_size']):g}", ttl=int(rules["order_ttl"]),
         assets="asset 0" if n == 1 else f"one of assets 0 to {n - 1}",
@@ -132,14 +147,15 @@ def build_messages(
     persona: str = "default",
     memory: list[dict[str, Any]] | None = None,
     channel: list[dict[str, Any]] | None = None,
+    version: str = PROMPT_VERSION,
 ) -> tuple[Message, ...]:
     """(system, user) messages for one decision. ``rules``: see :func:`system_text`; ``memory``
     (None: off) holds the last k decisions with fills; ``channel`` (None: off) the cohort's last
-    messages. The system prompt depends only on the prompt id and the run's rules, so providers
-    can cache it."""
+    messages; ``version`` one of :data:`REVISIONS`. The system prompt depends only on the prompt
+    id and the run's rules, so providers can cache it."""
     if persona not in PERSONAS.get(prompt_set, {}):
         raise ValueError(f"unknown persona {persona!r} for prompt_set {prompt_set!r}")
-    system = f"{system_text(rules)}\n\n{PERSONAS[prompt_set][persona]}"
+    system = f"{system_text(rules, version)}\n\n{PERSONAS[prompt_set][persona]}"
     snap = json.dumps(canonical_snapshot(snapshot), separators=(",", ":"))
     parts = [f"{SNAPSHOT_MARKER}\n{snap}"]
     if memory is not None:

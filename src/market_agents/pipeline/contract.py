@@ -1,68 +1,117 @@
-"""The run contract (``make run RUN_ID=… MODE=sanity|pilot|full``): a run config
-``config/run/<run_id>.yaml`` names a Snakemake target and the designs whose outcomes are the
-run's raw evaluation inputs; ``src/main.py`` runs the target and copies those inputs to
-``eval_inputs/``, ``src/evaluate.py`` turns them into ``metrics.json``.
+"""The run contract (``make run RUN_ID=… MODE=sanity|pilot|full``; docs/contract.md).
 
-Modes: ``sanity`` runs the target on the tiny test designs (config/test/workflow.yaml), ``pilot``
-on the first seed of every cell, ``full`` as configured; a run config may override each.
-A sanity run is a test, never a result: it runs in its own project directory,
-``results/sanity/<run_id>/`` (a fresh copy of config/ and its own results/, caches, manifests,
-spend ledger and Snakemake state), so it can never replace or count against live work under
-``results/runs``, ``results/cache`` or ``results/manifests``.
+A run config ``config/run/<run_id>.yaml`` names the protocol step it dispatches, its Snakemake
+target, the files that are its raw evaluation inputs (designs' gathered outcomes, protocol
+manifests) and the files it needs from earlier runs (``inputs_from_runs``). ``src/main.py``
+checks the run may start, runs the target and copies the inputs into ``eval_inputs/``;
+``src/evaluate.py`` writes ``metrics.json``, the evaluation report and the provenance.
+
+Modes:
+
+- ``sanity``: no declaration; the step's rehearsal target on the tiny test designs, on the mock,
+  in a fresh working directory under ``results/sanity/<run_id>/`` -- never a live root -- and a
+  last line ``SANITY_VALIDATION: PASS`` or ``SANITY_VALIDATION: FAIL reason=…``.
+- ``pilot`` (first seed of every cell) and ``full``: only when declared in the committed
+  ``.research/record.json``; results in ``.research/results/<run_id>/``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
 import json
-import math
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Literal
 
-import polars as pl
 from pydantic import Field, ValidationError
 
-from market_agents.atomic import json_text, write_text_atomic
-from market_agents.core import Strict, validation_message
+from market_agents.config import read_yaml
+from market_agents.core import Strict, canonical_json, validation_message
 from market_agents.errors import ConfigError
-from market_agents.inputs import read_yaml
 from market_agents.pipeline.workflow_config import DEFAULTS
 
 Mode = Literal["sanity", "pilot", "full"]
-TASKS = ("cell_means", "effects_vs_control")
+MODES = ("sanity", "pilot", "full")
+# The protocol's steps in order: a run reads files only from runs of earlier steps.
+STEPS = ("exploratory", "sigma", "pilot", "repilot", "freeze", "T1", "T2", "T3", "T4", "T5",
+         "T6", "paper")
+ManifestName = Literal["pilot", "repilot", "freeze"]
+
+# Where each mode's results go: the one place that chooses the roots.
+RESULTS_ROOTS: dict[str, Path] = {"sanity": Path("results/sanity"),
+                                  "pilot": Path(".research/results"),
+                                  "full": Path(".research/results")}
+# What a sanity run must never touch: the live results, caches, manifests and the record.
+LIVE_ROOTS = ("results/runs", "results/cache", "results/manifests", "results/library",
+              ".research")
+SANITY_CONFIG = {"configfile": "config/test/workflow.yaml"}
 DEFAULT_MODES: dict[str, dict[str, Any]] = {
-    "sanity": {"configfile": "config/test/workflow.yaml", "config": {}},
-    "pilot": {"configfile": None, "config": {"max_seeds": 1}},
-    "full": {"configfile": None, "config": {}},
-}
+    "sanity": SANITY_CONFIG, "pilot": {"config": {"max_seeds": 1}}, "full": {}}
+SANITY_LINE = "SANITY_VALIDATION:"
 
 
 class ModeSpec(Strict):
+    target: str | None = Field(default=None, description="Snakemake target in this mode "
+                               "(default: the run's); sanity runs the rehearsal")
+    mock: bool = Field(default=False, description="the target writes rehearsal files "
+                       "(results/rehearsal/...): read the inputs there")
     configfile: str | None = None
     config: dict[str, Any] = Field(default_factory=dict)
 
 
+class StagedInput(Strict):
+    run: str = Field(description="the earlier run (its run_id) whose files this run reads")
+    files: list[str] = Field(min_length=1, description="paths relative to the working "
+                             "directory, files or folders")
+    optional: bool = Field(default=False, description="present only on some paths of the "
+                           "protocol (the re-pilot after a failed pilot)")
+
+
 class RunSpec(Strict):
     run_id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    step: Literal[STEPS] = Field(description="the protocol step this run dispatches")  # type: ignore[valid-type]
     description: str = ""
-    target: str = Field(description="Snakemake target, e.g. exploratory or tier_T1")
-    designs: list[str] = Field(min_length=1, description="designs whose outcomes are inputs")
-    tasks: list[Literal["cell_means", "effects_vs_control"]] = Field(
-        default_factory=lambda: list(TASKS))
+    target: str = Field(description="Snakemake target, e.g. tier_T1")
+    designs: list[str] = Field(default_factory=list,
+                               description="the designs this step runs (hashed when declared)")
+    outcomes: bool = Field(default=True, description="the designs' gathered outcomes are inputs")
+    tier: str | None = Field(default=None, description="inputs: the outcomes of this tier's "
+                             "runs and the control's (outcomes_<tier>.parquet)")
+    manifests: list[ManifestName] = Field(default_factory=list,
+                                          description="protocol manifests that are inputs")
+    files: list[str] = Field(default_factory=list, description="other inputs (.parquet or "
+                             ".json), relative to the working directory, e.g. paper/paper.json")
+    tasks: list[str] | None = Field(default=None, description="task types to score (default: "
+                                    "every type in .research/evaluation.json)")
     control: str = Field(default=DEFAULTS.control, description="control cell of the effects")
     cores: int = Field(default=2, ge=1)
     modes: dict[Mode, ModeSpec] = Field(default_factory=dict)
+    inputs_from_runs: list[StagedInput] = Field(default_factory=list)
 
     def mode(self, mode: str) -> ModeSpec:
-        if mode not in DEFAULT_MODES:
+        """The settings of ``mode``: the run config's, over the contract's defaults."""
+        if mode not in MODES:
             raise ConfigError(f"MODE={mode!r}: use sanity, pilot or full")
-        return self.modes.get(mode) or ModeSpec(**DEFAULT_MODES[mode])  # type: ignore[index]
+        own = self.modes.get(mode)  # type: ignore[call-overload]
+        merged = {**DEFAULT_MODES[mode], **(own.model_dump(exclude_unset=True) if own else {})}
+        return ModeSpec(**merged)
+
+    def target_for(self, mode: str) -> str:
+        return self.mode(mode).target or self.target
+
+
+# --- files --------------------------------------------------------------------------------
+
+
+def run_config_path(run_id: str, root: Path = Path(".")) -> Path:
+    return root / "config" / "run" / f"{run_id}.yaml"
 
 
 def load_run_spec(run_id: str, root: Path = Path(".")) -> RunSpec:
-    path = root / "config" / "run" / f"{run_id}.yaml"
+    path = run_config_path(run_id, root)
     if not path.exists():
         known = sorted(p.stem for p in (root / "config" / "run").glob("*.yaml"))
         raise ConfigError(f"RUN_ID={run_id!r}: no {path} (runs: {', '.join(known) or 'none'})")
@@ -76,33 +125,67 @@ def load_run_spec(run_id: str, root: Path = Path(".")) -> RunSpec:
     return spec
 
 
-SANITY_ROOT = Path("results/sanity")
+def results_dir(run_id: str, mode: str, root: Path = Path(".")) -> Path:
+    """``.research/results/<run_id>`` (pilot, full) or ``results/sanity/<run_id>``."""
+    return root / RESULTS_ROOTS[mode] / run_id
 
 
-def run_dir(spec: RunSpec, mode: str, root: Path = Path("results/contract")) -> Path:
-    return root / spec.run_id / mode
+def work_dir(run_id: str, mode: str, root: Path = Path(".")) -> Path:
+    """Where the target runs: the project (pilot, full) or a fresh folder of the sanity run."""
+    from market_agents.pipeline.provenance import WORK
+
+    return results_dir(run_id, mode, root) / WORK if mode == "sanity" else root
 
 
-def project_dir(spec: RunSpec, mode: str, workdir: Path = Path(".")) -> Path:
-    """Where the mode's target runs: the project itself, or for ``sanity`` its own directory
-    ``results/sanity/<run_id>/`` holding a fresh copy of the project's config/."""
-    if mode != "sanity":
-        return workdir
-    sandbox = workdir / SANITY_ROOT / spec.run_id
-    if (sandbox / "config").exists():
-        shutil.rmtree(sandbox / "config")
-    sandbox.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(workdir / "config", sandbox / "config")
-    return sandbox
+def config_hash(run_id: str, root: Path = Path(".")) -> str:
+    """SHA-256 of the run config's content (canonical JSON of its YAML)."""
+    return hashlib.sha256(canonical_json(read_yaml(run_config_path(run_id, root))).encode()
+                          ).hexdigest()
 
 
-def snakemake_command(spec: RunSpec, mode: str, directory: Path | None = None) -> list[str]:
+def design_hash(spec: RunSpec, root: Path = Path(".")) -> str:
+    """SHA-256 over the design files the run's step runs (config/workflow.yaml's designs_dir),
+    with their base configs and price tables: what a declaration pins besides the run config."""
+    from market_agents.pipeline.workflow_config import validate_workflow_config
+
+    wf = validate_workflow_config(read_yaml(root / "config/workflow.yaml"), "config/workflow.yaml")
+    files: dict[str, str] = {}
+    for name in spec.designs:
+        path = root / wf.design_path(name)
+        if not path.exists():
+            raise ConfigError(f"config/run/{spec.run_id}.yaml: design {name!r}: no {path}")
+        raw = read_yaml(path)
+        for f in (path, path.parent / raw.get("base", "../baseline.yaml"),
+                  path.parent / raw.get("prices", "../prices.yaml")):
+            files[str(f.resolve().relative_to(root.resolve()))] = hashlib.sha256(
+                f.read_bytes()).hexdigest()
+    return hashlib.sha256(canonical_json(files).encode()).hexdigest()
+
+
+def input_sources(spec: RunSpec, mode: str) -> dict[str, Path]:
+    """eval_inputs file name -> its source, relative to the working directory: each design's
+    gathered outcomes (of ``tier`` and the control) and each named manifest; the rehearsal's files
+    in a mode that rehearses (``mock``)."""
+    from market_agents.protocol.design import manifests_dir, outcomes_path
+
+    mock = spec.mode(mode).mock
+    out = {}
+    if spec.outcomes:
+        for d in spec.designs:
+            name = f"{d}_{spec.tier}" if spec.tier else d
+            out[f"{name}.parquet"] = outcomes_path(d, mock, tier=spec.tier)
+    for m in spec.manifests:
+        out[f"{m}.json"] = manifests_dir(mock) / f"{m}.json"
+    for f in spec.files:
+        out[Path(f).name] = Path(f)
+    return out
+
+
+def snakemake_command(spec: RunSpec, mode: str) -> list[str]:
     m = spec.mode(mode)
     snakefile = Path(__file__).resolve().parents[3] / "Snakefile"
-    cmd = [str(Path(sys.executable).parent / "snakemake"), "-s", str(snakefile), spec.target,
-           "--cores", str(spec.cores)]
-    if directory is not None:
-        cmd += ["--directory", str(directory)]
+    cmd = [str(Path(sys.executable).parent / "snakemake"), "-s", str(snakefile),
+           spec.target_for(mode), "--cores", str(spec.cores)]
     if m.configfile:
         cmd += ["--configfile", m.configfile]
     if m.config:
@@ -110,67 +193,216 @@ def snakemake_command(spec: RunSpec, mode: str, directory: Path | None = None) -
     return cmd
 
 
-def execute(spec: RunSpec, mode: str, workdir: Path = Path(".")) -> Path:
-    """Run the target (in :func:`project_dir`), then copy each design's outcomes.parquet into
-    eval_inputs/."""
-    project = project_dir(spec, mode, workdir)
-    cmd = snakemake_command(spec, mode, project)
-    done = subprocess.run(cmd)
+# --- before a run ---------------------------------------------------------------------------
+
+
+def check_staged(spec: RunSpec, workdir: Path, root: Path = Path(".")) -> None:
+    """Every file a run reads from earlier runs is in its working directory before it starts,
+    so a missing stage-in never makes Snakemake rebuild (and pay for) an earlier step."""
+    for staged in spec.inputs_from_runs:
+        if staged.optional:
+            continue
+        missing = [f for f in staged.files if not (workdir / f).exists()]
+        if missing:
+            raise ConfigError(
+                f"run {spec.run_id!r} needs {missing[0]} from run {staged.run!r} and "
+                f"{workdir / missing[0]} does not exist: run `make run RUN_ID={staged.run} "
+                "MODE=full` first, or stage that run's files in (inputs_from_runs)")
+
+
+def check_order(spec: RunSpec, root: Path = Path(".")) -> None:
+    """Runs named in ``inputs_from_runs`` exist and belong to earlier steps."""
+    for staged in spec.inputs_from_runs:
+        other = load_run_spec(staged.run, root)
+        if STEPS.index(other.step) >= STEPS.index(spec.step):
+            raise ConfigError(f"config/run/{spec.run_id}.yaml: inputs_from_runs names "
+                              f"{staged.run!r} (step {other.step}), which does not come before "
+                              f"step {spec.step}")
+
+
+def clean_tree(root: Path) -> None:
+    """Pilot and full results name the commit that produced them: tracked files must equal
+    HEAD (results under .research/results/ aside)."""
+    from market_agents.pipeline.record import git
+
+    status = git(root, "status", "--porcelain", "--untracked-files=no", "--", ".",
+                 ":(exclude).research/results")
+    if status:
+        raise ConfigError(f"{root}: tracked files differ from HEAD ({status.splitlines()[0]}…): "
+                          "commit them first, so the results name the commit that produced "
+                          "them")
+
+
+def live_roots(root: Path) -> dict[str, list[int]]:
+    """Every file under the live roots: path -> [size, mtime_ns] (what sanity must not touch)."""
+    out = {}
+    for name in LIVE_ROOTS:
+        base = root / name
+        if base.exists():
+            for p in sorted(base.rglob("*")):
+                if p.is_file():
+                    st = p.stat()
+                    out[p.relative_to(root).as_posix()] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
+def changed_live_files(before: dict[str, list[int]], root: Path) -> list[str]:
+    now = live_roots(root)
+    return sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+
+
+# --- the two entry points -----------------------------------------------------------------
+
+
+def execute(spec: RunSpec, mode: str, root: Path = Path(".")) -> Path:
+    """``src.main``: check the run may start, run its target, copy its inputs into
+    ``eval_inputs/``, write ``run.json``; returns the results directory.
+
+    Raises: RecordError (not declared), ConfigError (a staged input or a target's file missing,
+    the target failed).
+    """
+    from market_agents.pipeline.provenance import execution_id
+    from market_agents.pipeline.record import head, require_declared
+
+    spec.mode(mode)
+    check_order(spec, root)
+    out = results_dir(spec.run_id, mode, root)
+    work = work_dir(spec.run_id, mode, root)
+    declaration = None
+    if mode == "sanity":
+        before = live_roots(root)
+        if out.exists():
+            shutil.rmtree(out)  # free mock output: a sanity run starts afresh
+        shutil.copytree(root / "config", work / "config")
+        (out / "live_roots.json").write_text(json.dumps(before, sort_keys=True) + "\n")
+    else:
+        declaration = require_declared(spec.run_id, mode, config_hash(spec.run_id, root),
+                                       design_hash(spec, root), root)
+        clean_tree(root)
+        check_staged(spec, work, root)
+    started = dt.datetime.now(dt.UTC)
+    cmd = snakemake_command(spec, mode)
+    done = subprocess.run(cmd, cwd=work)
     if done.returncode != 0:
-        unlock = (f"make unlock TARGET={spec.target}" if project == workdir else
-                  f"snakemake --unlock {spec.target} --directory {project}")
-        raise ConfigError(f"snakemake {spec.target} failed (exit {done.returncode}); see its "
-                          f"output above; after a kill run `{unlock}` first")
-    out = workdir / run_dir(spec, mode)
+        raise ConfigError(f"snakemake {spec.target_for(mode)} failed (exit {done.returncode}); "
+                          "see its output above; after a kill run `make unlock TARGET=…` first")
     inputs = out / "eval_inputs"
     if inputs.exists():
         shutil.rmtree(inputs)
     inputs.mkdir(parents=True)
-    for design in spec.designs:
-        src = project / "results" / "runs" / design / "outcomes.parquet"
-        if not src.exists():
-            raise ConfigError(f"{src} does not exist: target {spec.target!r} does not produce "
-                              f"design {design!r}; fix designs in config/run/{spec.run_id}.yaml")
-        shutil.copy2(src, inputs / f"{design}.parquet")
-    write_text_atomic(out / "run.json", json_text(
-        {"run_id": spec.run_id, "mode": mode, "target": spec.target, "command": cmd[1:]},
-        indent=2))
+    for name, src in input_sources(spec, mode).items():
+        if not (work / src).exists():
+            raise ConfigError(f"{work / src} does not exist: target {spec.target_for(mode)!r} "
+                              f"does not produce it; fix config/run/{spec.run_id}.yaml")
+        shutil.copy2(work / src, inputs / name)
+    run = {"run_id": spec.run_id, "step": spec.step, "mode": mode,
+           "target": spec.target_for(mode), "command": cmd[1:], "commit": head(root),
+           "execution_id": execution_id(started), "started": started.isoformat(),
+           "declaration": declaration}
+    (out / "run.json").write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
     return out
 
 
-def _finite(x: Any) -> float | None:
-    return float(x) if x is not None and math.isfinite(float(x)) else None
+def evaluate_run(spec: RunSpec, mode: str, root: Path = Path(".")) -> tuple[Path, str | None]:
+    """``src.evaluate``: metrics.json and the evaluation report from ``eval_inputs/``, then the
+    provenance of the results directory. Returns the directory and, for sanity, the failure
+    reason (None: pass)."""
+    from market_agents.atomic import write_text_atomic
+    from market_agents.pipeline import evaluation, provenance
+
+    out = results_dir(spec.run_id, mode, root)
+    run_file = out / "run.json"
+    if not run_file.exists():
+        raise ConfigError(f"{run_file} does not exist: run `make run RUN_ID={spec.run_id} "
+                          f"MODE={mode}` first")
+    run = json.loads(run_file.read_text())
+    types = evaluation.task_types(root)
+    tasks = spec.tasks or list(types)
+    unknown = [t for t in tasks if t not in types]
+    if unknown:
+        raise ConfigError(f"config/run/{spec.run_id}.yaml: tasks {', '.join(unknown)} are not "
+                          f"listed in {evaluation.EVALUATION} ({', '.join(types)})")
+    metrics = evaluation.evaluate(spec.run_id, tasks, spec.control, out / "eval_inputs")
+    write_text_atomic(out / "metrics.json", evaluation.render_metrics(metrics))
+    inputs = provenance.file_hashes(out / "eval_inputs")
+    write_text_atomic(out / "evaluation.md", evaluation.report(run, metrics, inputs, types))
+    provenance.record(out.parent, spec.run_id, run["execution_id"], run["commit"])
+    return out, sanity_failure(out, metrics, root) if mode == "sanity" else None
 
 
-def evaluate(spec: RunSpec, out: Path) -> dict[str, Any]:
-    """metrics.json from eval_inputs/: per design, cell means of every numeric outcome and
-    paired differences vs the control over shared seeds (mean, SD, n)."""
-    from market_agents.analysis.stats import paired_differences
-    from market_agents.protocol.pilot import PRIMARY_OUTCOMES
+def sanity_failure(out: Path, metrics: dict[str, Any], root: Path) -> str | None:
+    """Why a sanity run failed, or None: an input without runs, or a file under the live roots
+    that changed while it ran."""
+    for name, entry in metrics["inputs"].items():
+        if entry.get("runs") == 0:
+            return f"eval input {name} has no runs"
+    changed = changed_live_files(json.loads((out / "live_roots.json").read_text()), root)
+    if changed:
+        return f"wrote under the live roots: {changed[0]}" + (
+            f" and {len(changed) - 1} more" if len(changed) > 1 else "")
+    return None
 
-    inputs = out / "eval_inputs"
-    if not inputs.exists():
-        raise ConfigError(f"{inputs} does not exist: run `make run RUN_ID={spec.run_id}` first")
-    metrics: dict[str, Any] = {"run_id": spec.run_id, "designs": {}}
-    for design in spec.designs:
-        frame = pl.read_parquet(inputs / f"{design}.parquet")
-        numeric = [c for c in frame.columns if frame[c].dtype.is_numeric() and c != "seed"]
-        entry: dict[str, Any] = {"runs": frame.height}
-        if "cell_means" in spec.tasks:
-            means = frame.group_by("cell").agg([pl.len().alias("n_runs"),
-                                                *(pl.col(c).mean() for c in numeric)])
-            entry["cell_means"] = {
-                r["cell"]: {k: _finite(v) if k != "n_runs" else v
-                            for k, v in r.items() if k != "cell"}
-                for r in means.sort("cell").iter_rows(named=True)}
-        if "effects_vs_control" in spec.tasks and spec.control in frame["cell"].to_list():
-            diffs = paired_differences(frame, spec.control,
-                                       [y for y in PRIMARY_OUTCOMES if y in numeric])
-            entry["effects_vs_control"] = {
-                cell: {y: d if y == "n_pairs" else {
-                    "mean": _finite(d.mean()) if len(d) else None,
-                    "sd": _finite(d.std(ddof=1)) if len(d) > 1 else None, "n": len(d)}
-                    for y, d in row.items()}
-                for cell, row in diffs.items()}
-        metrics["designs"][design] = entry
-    return metrics
+
+def verify_metrics(directory: Path, root: Path = Path(".")) -> tuple[bool, str]:
+    """Re-derive metrics.json from eval_inputs/ with the tasks and control it records."""
+    from market_agents.pipeline import evaluation
+
+    path = directory / "metrics.json"
+    try:
+        saved = json.loads(path.read_text())
+        again = evaluation.evaluate(saved["run_id"], saved["tasks"], saved["control"],
+                                    directory / "eval_inputs")
+    except (OSError, KeyError, json.JSONDecodeError, ConfigError) as exc:
+        return False, f"{path}: cannot re-derive ({exc})"
+    same = evaluation.render_metrics(again) == path.read_text()
+    return same, (f"{path}: {'equals' if same else 'differs from'} the metrics re-derived from "
+                  f"{directory / 'eval_inputs'}")
+
+
+def verify(run_id: str | None = None, root: Path = Path(".")) -> list[tuple[bool, str]]:
+    """``ma verify``: for one results directory (or every one under .research/results/), the
+    hash of every file against .provenance.json, metrics.json against the metrics re-derived
+    from eval_inputs/, and the run against its declaration in the record. (ok, line) per check.
+    """
+    from market_agents.pipeline import provenance, record
+
+    results_root = root / RESULTS_ROOTS["full"]
+    if run_id is None:
+        ids = sorted(p.name for p in results_root.glob("*") if p.is_dir()
+                     and not p.name.startswith("."))
+        if not ids:
+            return [(False, f"{results_root}: no results to verify")]
+    else:
+        ids = [run_id]
+    try:
+        runs = record.load(root)
+        checks = [(True, f"{root / record.RECORD}: {len(runs)} declarations, append-only chain "
+                         "intact")]
+    except record.RecordError as exc:
+        runs, checks = [], [(False, str(exc))]
+    for rid in ids:
+        directory = results_root / rid
+        checks += provenance.check(results_root, rid)
+        checks.append(verify_metrics(directory, root))
+        entry = record.find(runs, rid)
+        if entry is None:
+            checks.append((False, f"{rid}: not declared in {root / record.RECORD}"))
+            continue
+        try:
+            run = json.loads((directory / "run.json").read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            checks.append((False, f"{directory / 'run.json'}: unreadable ({exc})"))
+            continue
+        same = (run.get("declaration") or {}).get("entry_sha256") == entry["entry_sha256"] \
+            and run.get("mode") == entry["stage"]
+        checks.append((same, f"{rid}: ran as declared ({entry['stage']}, entry "
+                             f"{entry['entry_sha256'][:12]})" if same else
+                       f"{rid}: run.json does not match its declaration in {record.RECORD}"))
+        prov = provenance.load(results_root).get(rid) or {}
+        commit = prov.get("commit_hash")
+        after = bool(commit) and commit == run.get("commit") and record.git(
+            root, "merge-base", "--is-ancestor", entry["commit"], commit) is not None
+        checks.append((after, f"{rid}: executed at {str(commit)[:12]}, "
+                              f"{'a descendant of' if after else 'NOT a descendant of'} the "
+                              f"declared commit {entry['commit'][:12]}"))
+    return checks

@@ -20,15 +20,23 @@ from market_agents.config import config_hash
 from market_agents.errors import ConfigError
 from market_agents.pipeline.workflow_config import WorkflowConfig, validate_workflow_config
 from market_agents.protocol import gate
-from market_agents.protocol.design import cache_path, design_dir, run_dir
+from market_agents.protocol.design import (
+    cache_path,
+    design_dir,
+    freeze_path,
+    manifests_dir,
+    outcomes_path,
+    run_dir,
+)
 from market_agents.protocol.registry import DesignRegistry
-from market_agents.protocol.tiers import tier_key
+from market_agents.protocol.steps import CONTROL_SD_FILE
+from market_agents.protocol.tiers import label, tier_key
 from market_agents.sim.rundir import OUTCOMES_FILE, RUN_FILES
 
 RUN_PATTERN = "results/{kind}/{{design}}/{{cell}}/seed{{seed}}"  # kind: runs | rehearsal
 TARGETS = ("all, exploratory, sigma, pilot, freeze, tier_T1 … tier_T6, confirmatory, "
-           "sensitivity, rehearse_pilot, rehearse_T1 … rehearse_T6, rehearse_confirmatory, "
-           "protocol, dag")
+           "sensitivity, repilot, rehearse_pilot, rehearse_freeze, rehearse_T1 … rehearse_T6, "
+           "rehearse_confirmatory, rehearse_repilot, protocol, dag")
 
 
 class Workflow:
@@ -65,9 +73,18 @@ class Workflow:
         return [str(run_dir(design, cell, seed, mock) / OUTCOMES_FILE)
                 for cell, seed in self.designs.runs(design, tier, mock, self.config.max_seeds)]
 
-    def gathered(self, design: str, mock: bool = False) -> str:
-        """The design's outcomes.parquet (``ma gather``)."""
-        return str(design_dir(design, mock) / "outcomes.parquet")
+    def gathered(self, design: str, mock: bool = False, tier: str | None = None) -> str:
+        """The design's outcomes.parquet (``ma gather``), or one tier's with the control's."""
+        return str(outcomes_path(design, mock, tier=tier))
+
+    def control_sd_file(self, design: str) -> str:
+        """The design's control SD of every outcome (``ma sigma``; the free σ estimates)."""
+        return str(outcomes_path(design).with_name(CONTROL_SD_FILE))
+
+    def manifest(self, name: str, mock: bool = False) -> str:
+        """A protocol manifest (``pilot``, ``repilot``, ``freeze``): results/manifests/<name>.json,
+        the rehearsal's own for ``mock``."""
+        return str(manifests_dir(mock) / f"{name}.json")
 
     def sensitivity_file(self, design: str) -> str:
         """The design's sensitivity.parquet (``ma sensitivity``)."""
@@ -82,11 +99,17 @@ class Workflow:
         return str(gate.spent_path(design, tier))
 
     def tier_target(self, design: str, tier: str) -> list[str]:
-        """A tier is done when its runs are scored and, if it is live, its spend reconciled."""
-        files = self.outcome_files(design, tier)
+        """A tier is done when its runs are scored and gathered with the control's and, if it
+        is live, its spend reconciled."""
+        files = [*self.outcome_files(design, tier), self.gathered(design, tier=tier)]
         if tier in self.designs.live_tiers(design):
             files.append(self.spent(design, tier))
         return files
+
+    def rehearsal_tier_target(self, design: str, tier: str) -> list[str]:
+        """The rehearsal of a tier: its runs on the mock, gathered with the control's."""
+        return [*self.outcome_files(design, tier, mock=True),
+                self.gathered(design, mock=True, tier=tier)]
 
     def all_spent(self, design: str) -> list[str]:
         """The reconciled spend of every live tier of a design."""
@@ -103,13 +126,14 @@ class Workflow:
     def extra_live_designs(self) -> list[str]:
         """Designs of the folder beyond the protocol's four (the test designs' live ones)."""
         c = self.config
-        named = (c.exploratory, c.sigma, c.pilot, c.confirmatory)
+        named = (c.exploratory, c.sigma, c.pilot, c.confirmatory, c.repilot)
         return [n for n in self.designs.names() if n not in named]
 
     @cached_property
     def _live(self) -> tuple[set[str], set[str]]:
         c = self.config
-        return self.designs.live_names([c.pilot, c.confirmatory, *self.extra_live_designs()])
+        return self.designs.live_names([c.pilot, c.confirmatory, c.repilot,
+                                        *self.extra_live_designs()])
 
     @property
     def live_designs(self) -> str:
@@ -141,6 +165,8 @@ class Workflow:
                  if tier_key(t) < mine]
         if wildcards.design == self.config.confirmatory and mine > tier_key("T1"):
             files += self.designs.library_files(wildcards.design)
+        if wildcards.design == self.config.repilot:  # §4: the mock re-run comes first
+            files.append(self.manifest("repilot", mock=True))
         return files
 
     def library_input(self, wildcards: Any) -> list[str]:
@@ -148,6 +174,28 @@ class Workflow:
         from live T1 runs; a rehearsal must never start live work)."""
         path = self.designs.frozen_library(wildcards.design, wildcards.cell)
         return [path] if path else []
+
+    def rehearsal_freeze_input(self, wildcards: Any) -> list[str]:
+        """A rehearsed equal-USD cell reads its usd_cap from the rehearsal's freeze (made from
+        the rehearsed pilot), so it waits for it. Live equal-USD cells read the live freeze,
+        which the gate requires and no live run ever builds."""
+        if self.designs.get(wildcards.design).cell(wildcards.cell).equal_usd_of:
+            return [self.manifest("freeze", mock=True)]
+        return []
+
+    def tier_outcomes(self, wildcards: Any) -> list[str]:
+        """outcomes.json of the runs of ``wildcards.tier`` and of the control cell (runs or
+        rehearsal, by ``wildcards.kind``): what a tier's gathered file holds."""
+        mock = wildcards.kind == "rehearsal"
+        control = self.config.control
+        tier = self.outcome_files(wildcards.design, wildcards.tier, mock)
+        design = self.designs.get(wildcards.design)
+        if control in design.cells and label(design.cells[control].tier) != wildcards.tier:
+            runs = self.designs.runs(wildcards.design, label(design.cells[control].tier), mock,
+                                     self.config.max_seeds)
+            tier += [str(run_dir(wildcards.design, c, s, mock) / OUTCOMES_FILE)
+                     for c, s in runs if c == control]
+        return tier
 
     def rehearsal_library_input(self, wildcards: Any) -> list[str]:
         """A rehearsed cell that replays a library needs the one built from rehearsed T1 runs."""
@@ -212,13 +260,17 @@ class Workflow:
     def freeze_flag(self, wildcards: Any) -> str:
         """Confirmatory live runs need a valid freeze; the gate and every live job check it."""
         if wildcards.design == self.config.confirmatory:
-            return "--freeze results/manifests/freeze.json"
+            return f"--freeze {freeze_path()}"
         return ""
 
     def pilot_cap_flag(self, wildcards: Any) -> str:
-        """The pilot cap, for the pilot design's gate only."""
+        """The pilot cap, for the pilot design's gate only; the re-pilot's own cap (§4) for the
+        re-pilot, which also runs only after a failed pilot."""
         if wildcards.design == self.config.pilot:
             return f"--pilot-cap {self.config.pilot_cap_usd}"
+        if wildcards.design == self.config.repilot:
+            return (f"--pilot-cap {self.config.repilot_cap_usd} "
+                    f"--after-failed-pilot {self.manifest('pilot')}")
         return ""
 
     def unknown_target(self, wildcards: Any) -> list[str]:

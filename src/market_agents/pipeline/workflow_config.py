@@ -33,12 +33,16 @@ class WorkflowConfig(Strict):
     sigma: str = Field(default="sigma", description="free control runs for the outcome SDs")
     pilot: str = Field(default="pilot_openai", description="Phase 5b live pilot design")
     confirmatory: str = Field(default="confirmatory", description="the tiered design")
+    repilot: str = Field(default="repilot_openai",
+                         description="the failure path's one-seed re-pilot with prompt v2 (§4)")
     tokens_in: int = Field(default=_TOKENS.tokens_in, ge=1,
                            description="planned input tokens per decision")
     tokens_out: int = Field(default=_TOKENS.tokens_out, ge=1,
                             description="planned output tokens per decision")
     project_cap_usd: float = Field(default=40.0, ge=0, description="all live spend, all designs")
     pilot_cap_usd: float = Field(default=5.0, ge=0, description="live spend of the pilot design")
+    repilot_cap_usd: float = Field(default=0.7, ge=0,
+                                   description="live spend of the re-pilot design (§4)")
     reconcile_tolerance: float = Field(
         default=0.10, ge=0, description="overrun of cumulative spend over plan that triggers cuts"
     )
@@ -63,6 +67,11 @@ class WorkflowConfig(Strict):
         default=False, description="this invocation may start a cache over although records "
         "show it held paid answers (`--config new_cache=true`; those answers are bought again)"
     )
+    deviation: str | None = Field(
+        default=None, description="run confirmatory live jobs although the freeze no longer "
+        "matches, for this reason (`--config deviation='...'`; logged in "
+        "results/manifests/deviations.jsonl and in every run manifest)"
+    )
 
     def serving_env(self) -> dict[str, str]:
         """Environment for the `ma` jobs: the serving switches (not rule parameters, so
@@ -71,11 +80,6 @@ class WorkflowConfig(Strict):
 
         flags = {REPLAY_ENV: self.replay, NEW_CACHE_ENV: self.new_cache}
         return {name: "1" for name, on in flags.items() if on}
-    deviation: str | None = Field(
-        default=None, description="run confirmatory live jobs although the freeze no longer "
-        "matches, for this reason (`--config deviation='...'`; logged in "
-        "results/manifests/deviations.jsonl and in every run manifest)"
-    )
 
     def guard_env(self) -> dict[str, str]:
         """Environment for the `ma` jobs: the settings the guards of every paying command

@@ -34,6 +34,10 @@ class CellSpec(Strict):
     overrides: dict[str, Any] = Field(default_factory=dict)
     treatment: dict[str, str | float | int | bool] = Field(default_factory=dict)
     unavailable: str | None = Field(default=None, description="why the cell cannot run yet")
+    equal_usd_of: str | None = Field(
+        default=None, description="equal-USD fairness (§5.2 T5): llm.usd_cap is the measured "
+        "mean spend per run of this pilot cell, read from freeze.json (before the freeze: the "
+        "cell's planned spend per run in this design)")
     note: str | None = None
 
 
@@ -106,6 +110,7 @@ class Cell:
     overrides: dict[str, Any]
     treatment: dict[str, Any]
     unavailable: str | None = None
+    equal_usd_of: str | None = None
 
 
 @dataclass
@@ -118,6 +123,7 @@ class Design:
     planning: Planning
     budget: BudgetSpec
     prices_path: Path
+    results: Path = RESULTS  # the results root whose freeze.json equal-USD cells read
     _configs: dict[tuple[str, bool], Config] = field(default_factory=dict, repr=False)
 
     @property
@@ -149,9 +155,43 @@ class Design:
         where = self.where(c.name)
         data = apply_overrides(self.base, self.overrides, str(self.path))
         data = apply_overrides(data, c.overrides, where)
+        if c.equal_usd_of:
+            data = apply_overrides(data, {"population.llm.usd_cap": self.equal_usd_cap(c, mock)},
+                                   where)
         data["treatment"] = {**(data.get("treatment") or {}), **c.treatment}
         config = validate(data, where)
         return mock_config(config) if mock else config
+
+    def equal_usd_cap(self, c: Cell, mock: bool = False) -> float:
+        """The usd_cap of an equal-USD cell: ``freeze.json``'s ``equal_usd`` entry for its
+        reference cell (the rehearsal's freeze for ``mock``), or, before the freeze, the
+        reference cell's planned spend per run in this design (planning rate)."""
+        from market_agents.protocol.freeze import frozen_equal_usd
+        from market_agents.protocol.planning import plan_cell
+
+        ref = c.equal_usd_of
+        if ref not in self.cells or self.cells[ref].equal_usd_of:
+            raise ConfigError(f"{self.where(c.name)}: equal_usd_of {ref!r} must name a cell of "
+                              "the design without equal_usd_of of its own")
+        path = freeze_path(mock, self.results)
+        if path.exists():
+            return frozen_equal_usd(path, ref)
+        return plan_cell(self, ref).run_usd
+
+    def require_freeze(self, cell: str, mock: bool = False) -> None:
+        """An equal-USD cell runs only with its cap read from the freeze (never the planned
+        stand-in): ConfigError naming the missing file otherwise."""
+        c = self.cell(cell)
+        path = freeze_path(mock, self.results)
+        if c.equal_usd_of and not path.exists():
+            raise ConfigError(
+                f"{self.where(cell)}: its usd_cap is the pilot's measured spend per "
+                f"{c.equal_usd_of} run, read from {path}, which does not exist: freeze first "
+                f"(`snakemake {'rehearse_freeze' if mock else 'freeze'}`)")
+
+    def run_dir(self, cell: str, seed: int, mock: bool = False) -> Path:
+        """The run directory of one of the design's runs under its results root."""
+        return run_dir(self.name, cell, seed, mock, self.results)
 
     def is_live(self, cell: str) -> bool:
         """True when the cell would call a paid provider: LLM slots and a non-mock route."""
@@ -204,12 +244,33 @@ def design_dir(design_name: str, mock: bool = False, root: Path | str = RESULTS)
     return Path(root) / ("rehearsal" if mock else "runs") / design_name
 
 
+def outcomes_path(design_name: str, mock: bool = False, root: Path | str = RESULTS,
+                  tier: str | None = None) -> Path:
+    """A design's gathered outcomes: ``outcomes.parquet``, or ``outcomes_<tier>.parquet`` for
+    the runs of one tier with the control cell's (what a tier's step reports)."""
+    name = f"outcomes_{tier}.parquet" if tier else "outcomes.parquet"
+    return design_dir(design_name, mock, root) / name
+
+
 def cache_path(design_name: str, mock: bool = False, root: Path | str = RESULTS) -> Path:
     """The protocol's per-design cache (results/cache/<design>.sqlite); rehearsals apart."""
     return Path(root) / ("rehearsal/cache" if mock else "cache") / f"{design_name}.sqlite"
 
 
-def load_design(path: str | Path) -> Design:
+def manifests_dir(mock: bool = False, root: Path | str = RESULTS) -> Path:
+    """Where the protocol's manifests live (pilot.json, freeze.json); a rehearsal keeps its
+    own, made from rehearsed runs, under ``<root>/rehearsal/manifests``."""
+    return Path(root) / ("rehearsal/manifests" if mock else "manifests")
+
+
+def freeze_path(mock: bool = False, root: Path | str = RESULTS) -> Path:
+    """The freeze (§5.1); the rehearsal's for ``mock``."""
+    return manifests_dir(mock, root) / "freeze.json"
+
+
+def load_design(path: str | Path, results: Path | str = RESULTS) -> Design:
+    """Load and validate a design file; ``results`` is the results root its equal-USD cells
+    read the freeze from."""
     path = Path(path)
     raw = read_yaml(path)
     try:
@@ -221,6 +282,7 @@ def load_design(path: str | Path) -> Design:
         name=spec.name or path.stem, path=path, cells={},
         base=read_yaml(base_path), overrides=spec.overrides, planning=spec.planning,
         budget=spec.budget, prices_path=(path.parent / spec.prices).resolve(),
+        results=Path(results),
     )
     default_seeds = parse_seeds(spec.seeds, f"{path}: seeds") if spec.seeds else None
     pool = parse_seeds(spec.seed_pool, f"{path}: seed_pool") if spec.seed_pool else None
@@ -242,7 +304,8 @@ def load_design(path: str | Path) -> Design:
         else:
             raise ConfigError(f"{where}: empty seed list (give seeds, n_seeds or design seeds)")
         treatment = {"cell": c.name, **spec.treatment, **c.treatment}
-        design.cells[c.name] = Cell(c.name, c.tier, seeds, c.overrides, treatment, c.unavailable)
+        design.cells[c.name] = Cell(c.name, c.tier, seeds, c.overrides, treatment, c.unavailable,
+                                    c.equal_usd_of)
     check_design(design)
     return design
 

@@ -96,10 +96,24 @@ def criteria(summary: dict[str, Any], usd_per_decision: float,
                 "pass": bool(ok)} for k, (v, ok) in checks.items()}
 
 
+def usd_per_run(live: pl.DataFrame,
+                models: dict[str, list[str]] | None = None) -> dict[str, dict[str, Any]]:
+    """Mean priced spend (``llm_usd``) per run of each live cell, with its number of runs and the
+    model ids it called: T5's equal-USD cap is the ``share_25`` mean (§5.2), recorded by the
+    freeze."""
+    out = {}
+    for (cell,), g in sorted(live.group_by(["cell"]), key=lambda kv: kv[0]):
+        out[cell] = {"mean_usd": float(g["llm_usd"].fill_null(0).mean()), "runs": g.height,
+                     "models": sorted((models or {}).get(cell, []))}
+    return out
+
+
 def summarize(outcomes: pl.DataFrame, run_dirs: list[Path] | None = None, *, control: str,
-              usd_per_decision: float) -> dict[str, Any]:
+              usd_per_decision: float,
+              models: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """The pilot manifest from the pilot design's gathered outcomes: paired SDs against the
-    ``control`` cell, cost per decision checked against ``usd_per_decision``."""
+    ``control`` cell, cost per decision checked against ``usd_per_decision``; ``models``: the
+    model ids each cell calls (recorded beside its spend per run)."""
     for col in ("cell", "seed", "n_llm_decisions", "llm_usd"):
         if col not in outcomes.columns:
             raise ConfigError(f"outcomes.parquet lacks column {col!r}; re-run `ma gather`")
@@ -135,6 +149,7 @@ def summarize(outcomes: pl.DataFrame, run_dirs: list[Path] | None = None, *, con
             }
             for (cell,), g in sorted(live.group_by(["cell"]), key=lambda kv: kv[0])
         },
+        "usd_per_run": usd_per_run(live, models),
         "sigma_d": paired_sd(outcomes, control),
     }
     summary["criteria"] = criteria(summary, usd_per_decision)
@@ -148,3 +163,60 @@ def _mean(frame: pl.DataFrame, col: str) -> float | None:
     v = frame[col].drop_nulls()
     m = v.mean() if len(v) else None
     return float(m) if m is not None and math.isfinite(m) else None
+
+
+def require_failed(path: Path) -> dict[str, Any]:
+    """The failure path (§4) starts only once a failed pilot is recorded: the pilot manifest at
+    ``path`` must exist and fail a criterion. Returns {path, failed criteria}; ConfigError
+    naming the file otherwise (no pilot yet, or a pilot that passed)."""
+    import json
+
+    if not path.exists():
+        raise ConfigError(f"{path} does not exist: the re-pilot (§4) runs only after the pilot "
+                          "has run and failed; run `snakemake pilot` first")
+    try:
+        pilot = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc.msg})") from None
+    failed = sorted(k for k, c in (pilot.get("criteria") or {}).items() if not c.get("pass"))
+    if pilot.get("pass") or not failed:
+        raise ConfigError(f"{path} records a pilot that passed: the failure path (prompt v2, "
+                          "mock re-run, one-seed re-pilot) is only for a failed pilot; freeze "
+                          "instead (`snakemake freeze`)")
+    return {"path": str(path), "failed": failed}
+
+
+def prompt_versions(design) -> list[str]:
+    """The prompt revisions the design's live cells use (one, normally)."""
+    return sorted({design.cell_config(c).population.llm.prompt_version
+                   for c in design.cells if not design.cells[c].unavailable
+                   and design.is_live(c)})
+
+
+def after_failed_pilot(pilot: dict[str, Any], repilot: dict[str, Any] | None,
+                       versions: list[str], where: str) -> dict[str, Any] | None:
+    """Whether the freeze may follow a failed pilot (§4): only when the re-pilot passed and the
+    confirmatory design uses the revision it passed with. Returns None for a pilot that passed,
+    else what the freeze records (``repilot``); ConfigError saying what to do otherwise.
+
+    Args:
+        pilot: the pilot manifest; repilot: the re-pilot's manifest, or None when absent.
+        versions: the confirmatory design's prompt revisions (:func:`prompt_versions`).
+        where: the re-pilot manifest's path, for the messages.
+    """
+    failed = sorted(k for k, c in (pilot.get("criteria") or {}).items() if not c.get("pass"))
+    if not failed:
+        return None
+    if repilot is None or not repilot.get("pass"):
+        state = "does not exist" if repilot is None else "records a re-pilot that failed too"
+        raise ConfigError(
+            f"pilot criteria failed: {', '.join(failed)}, and {where} {state}. Protocol §4: "
+            "revise the prompt (v2), re-run the mock and a one-seed re-pilot (`snakemake "
+            "repilot`); to freeze anyway pass --accept-failed-pilot and record the deviation")
+    if versions != repilot.get("prompt_versions"):
+        raise ConfigError(
+            f"the re-pilot passed with prompt {repilot.get('prompt_versions')}, but the "
+            f"confirmatory design uses {versions}: set population.llm.prompt_version to the "
+            "revision that passed before freezing")
+    return {"failed_pilot_criteria": failed, "path": where,
+            "prompt_versions": repilot["prompt_versions"], "criteria": repilot.get("criteria")}

@@ -22,8 +22,16 @@ from market_agents.analysis.outcomes import (
 )
 from market_agents.analysis.scoring import load_run, write_outcomes
 from market_agents.atomic import write_parquet_atomic
-from market_agents.errors import MarketAgentsError
-from market_agents.protocol.design import RESULTS, Design, cache_path, design_dir, run_dir
+from market_agents.errors import ConfigError, MarketAgentsError
+from market_agents.protocol.design import (
+    RESULTS,
+    Design,
+    cache_path,
+    design_dir,
+    outcomes_path,
+    run_dir,
+)
+from market_agents.protocol.tiers import TIERS
 from market_agents.sim.rundir import OUTCOMES_FILE, is_complete, read_json, read_manifest
 
 if TYPE_CHECKING:
@@ -73,6 +81,7 @@ def simulate(design: Design, cell: str, seed: int, mock: bool = False,
     and carries the guard's record (freeze, deviation) in its manifest."""
     from market_agents.sim.runner import run_to_dir
 
+    design.require_freeze(cell, mock)
     config = design.cell_config(cell, mock=mock)
     if replay:
         config = config.model_copy(deep=True)
@@ -123,10 +132,21 @@ def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
 
 
 def gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
-           allow_missing: bool = False) -> pl.DataFrame:
-    """Every run's outcomes.json with design, cell, tier, seed, labels and config_hash."""
+           allow_missing: bool = False, tier: str | None = None,
+           control: str | None = None) -> pl.DataFrame:
+    """Every run's outcomes.json with design, cell, tier, seed, labels and config_hash; with
+    ``tier`` only the runs of that tier's cells and of the ``control`` cell (whatever its tier:
+    the share_0 of T1 is every tier's control)."""
     rows, missing = [], []
-    for cell, seed in design.runs():
+    cells = None
+    if tier is not None:
+        if tier not in TIERS:
+            raise ConfigError(f"--tier {tier!r}: not a tier ({', '.join(TIERS)})")
+        cells = [c.name for c in design.cells.values()
+                 if c.tier == tier or (c.name == control and not c.unavailable)]
+        if not cells:
+            return pl.DataFrame()
+    for cell, seed in design.runs(cells):
         path = run_dir(design.name, cell, seed, mock, root)
         if not (path / OUTCOMES_FILE).exists():
             missing.append(str(path))
@@ -146,9 +166,10 @@ def gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
 
 
 def write_gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
-                 allow_missing: bool = False) -> Path:
-    out = design_dir(design.name, mock, root) / "outcomes.parquet"
-    write_parquet_atomic(out, gather(design, mock, root, allow_missing))
+                 allow_missing: bool = False, tier: str | None = None,
+                 control: str | None = None) -> Path:
+    out = outcomes_path(design.name, mock, root, tier)
+    write_parquet_atomic(out, gather(design, mock, root, allow_missing, tier, control))
     return out
 
 
@@ -195,8 +216,8 @@ def _worker(design_path: str, cell: str, seed: int, mock: bool, cache: str | Non
             root: str, th: Thresholds | None, replay: bool) -> tuple[str, int, str]:
     from market_agents.protocol.design import load_design
 
-    return cell, seed, run_and_score(load_design(design_path), cell, seed, mock, cache, root, th,
-                                     replay)
+    return cell, seed, run_and_score(load_design(design_path, root), cell, seed, mock, cache,
+                                     root, th, replay)
 
 
 def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | None = None,
@@ -245,3 +266,25 @@ def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | 
         done(c, s, run_and_score(design, c, s, mock, cache, root, th, replay, new_cache, guard))
     bar.close()
     return counts
+
+
+CONTROL_SD_FILE = "control_sd.parquet"
+
+
+def write_control_sd(design: Design, control: str, mock: bool = False,
+                     root: Path | str = RESULTS) -> Path:
+    """The free σ estimates (§3): the control SD of every outcome, from the design's gathered
+    outcomes.parquet, into ``control_sd.parquet`` beside it (analysis.stats.control_sd)."""
+    from market_agents.analysis.stats import control_sd
+
+    src = outcomes_path(design.name, mock, root)
+    if not src.exists():
+        raise ConfigError(f"{src} does not exist: run `snakemake {design.name}` (or `ma gather`) "
+                          "first")
+    try:
+        table = control_sd(pl.read_parquet(src), control)
+    except ValueError as exc:
+        raise ConfigError(f"{src}: {exc}") from None
+    out = src.with_name(CONTROL_SD_FILE)
+    write_parquet_atomic(out, table)
+    return out

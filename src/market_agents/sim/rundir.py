@@ -66,6 +66,26 @@ class RunDirError(MarketAgentsError):
     """A run directory is missing a file or holds an unreadable one."""
 
 
+def classical_llm_fields() -> dict[str, Any]:
+    """The LLM fields of the manifest of a run without LLM traders, so every manifest has the
+    replication checklist's fields (protocol §6): no prompt version, zero usage, and the price
+    table in force (its newest row's date, its source file and sha256) in place of per-model
+    rows."""
+    from market_agents.llm.client import LLMClient
+    from market_agents.llm.pricing import load_prices
+
+    prices = load_prices()
+    return {"prompt_version": None,
+            "price_assumptions": {"price_table": prices.provenance()},
+            "llm_usage": LLMClient({}, prices).usage_summary()}  # every count zero
+
+
+# The replication checklist's fields (protocol §6) that every manifest.json has.
+CHECKLIST_FIELDS: tuple[str, ...] = ("config_hash", "git_revision", "prompt_version",
+                                     "price_assumptions", "llm_usage", "shocks",
+                                     "final_conservation_ok")
+
+
 def table_file(name: str) -> str:
     """``ticks`` -> ``ticks.parquet``."""
     return f"{name}.parquet"

@@ -24,7 +24,7 @@ from market_agents.market.exchange import Exchange
 from market_agents.market.fundamentals import draw_path
 from market_agents.market.rules import CircuitBreaker, MarginCall
 from market_agents.market.types import AssetView, MarketView
-from market_agents.sim.rundir import SCHEMAS
+from market_agents.sim.rundir import SCHEMAS, classical_llm_fields
 
 MIX_ORDER = ("fundamentalist", "trend", "noise", "leveraged", "statarb")
 
@@ -249,6 +249,8 @@ class Run:
         }
         if self.pool:
             summary.update(self.pool.manifest(), **self.pool.activity)
+        else:
+            summary.update(classical_llm_fields())
         tables["summary"] = summary
         return tables
 
