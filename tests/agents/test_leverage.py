@@ -141,13 +141,14 @@ def test_leverage_alone_produces_margin_calls(leverage_0_runs):
     assert len(called(leverage_0_runs)) >= 3
 
 
-def test_margin_calls_follow_the_shock(leverage_0_runs, leverage_25_runs):
-    """Calls cluster in the 30 ticks after the scheduled shock: at least twice their share of
-    any 30 ticks of the 550 after burn-in."""
-    for runs in (leverage_0_runs, leverage_25_runs):
-        ticks = [t for s in runs.values() for t, _ in s["margin_call_events"]]
-        after = sum(SHOCK <= t < SHOCK + 30 for t in ticks)
-        assert after / len(ticks) > 2 * 30 / 550
+def test_margin_calls_follow_the_shock(leverage_0_runs):
+    """Without LLM traders, calls cluster in the 30 ticks after the scheduled shock: at least
+    twice their share of any 30 ticks of the 550 after burn-in (31 of 190 on seeds 1-10).
+    With a quarter of the traders on the mock (leverage_25) the calls spread over the session
+    (3 of 36 after the shock with prompt v1's mock answers, 2026-12-01): no clustering claim."""
+    ticks = [t for s in leverage_0_runs.values() for t, _ in s["margin_call_events"]]
+    after = sum(SHOCK <= t < SHOCK + 30 for t in ticks)
+    assert after / len(ticks) > 2 * 30 / 550
 
 
 def test_reported_knobs_now_change_the_run(baseline_path):

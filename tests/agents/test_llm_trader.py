@@ -207,7 +207,7 @@ def test_mock_run_at_25_percent_and_replay_from_cache(tmp_path):
     assert per_slot.min() >= 27 and per_slot.max() <= 28
     assert dec.height == agents["n_decisions"].sum()
     assert 0.92 <= dec["valid"].mean() <= 0.98
-    assert m["llm_usage"]["calls"] == dec.height and m["prompt_version"] == "v2"
+    assert m["llm_usage"]["calls"] == dec.height and m["prompt_version"] == "v1"
     assert "mock-trader" in m["price_assumptions"]
 
     replay = run_to_dir(config, 7, tmp_path / "replay", cache=cache)

@@ -55,7 +55,7 @@ def test_timeout_and_max_output_tokens_reach_the_wire(tmp_path):
         assert main(["bazaar", "eval", "--tier", "micro", "--provider", "openai_compatible",
                      "--base-url", f"{api.url}/v1", "--model", "gpt-5.4-nano", "--seeds", "1",
                      "--usd-cap", "1", "--timeout", "1", "--max-output-tokens", "64",
-                     "--out", str(tmp_path)]) == 0
+                     "--out", str(tmp_path), "--results", str(tmp_path / "results")]) == 0
         bodies = [r["body"] for r in api.requests]
     usage = json.loads((tmp_path / "summary.json").read_text())["usage"]
     assert {b["max_tokens"] for b in bodies} == {64}

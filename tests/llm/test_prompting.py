@@ -65,13 +65,13 @@ def test_v2_is_v1_with_the_schemas_limits_stated():
     from market_agents.llm.schema import MAX_QTY
 
     snap = snapshot()
-    v1 = prompting.build_messages(snap)[0].content
-    v2 = prompting.build_messages(snap, version="v2")[0].content
+    v1 = prompting.build_messages(snap, RULES)[0].content
+    v2 = prompting.build_messages(snap, RULES, version="v2")[0].content
     assert v2.startswith(v1.split("\n\n")[0]) and f"from 1 to {MAX_QTY}" in v2
     assert f"from 1 to {MAX_QTY}" not in v1
     assert prompting.prompt_id("single", "default", "v2") == "market-v2-single-default"
     with pytest.raises(ValueError, match="unknown prompt version 'v9'"):
-        prompting.build_messages(snap, version="v9")
+        prompting.build_messages(snap, RULES, version="v9")
     assert LLMConfig(prompt_version="v2").prompt_version == "v2"
     with pytest.raises(ValueError, match="unknown prompt revision 'v9'"):
         LLMConfig(prompt_version="v9")

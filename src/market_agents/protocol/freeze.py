@@ -257,7 +257,8 @@ def fingerprint(design) -> dict[str, Any]:
     """The confirmatory design as a whole, as data: what a changed design changes.
 
     ``base_config_hash``, per cell its tier, seeds, treatment, unavailable reason and the
-    config_hash of its resolved config (overrides, caps such as ``usd_cap``, the base), the
+    config_hash of its resolved config (overrides, caps such as ``usd_cap``, the base; an
+    equal-USD cell's cap is the freeze's ``equal_usd`` record, so its rule is hashed), the
     budget block (cap, reserves, tier budgets), the planning rates, and the price-table rows of
     every live model (the prices used).
     """
@@ -271,6 +272,13 @@ def fingerprint(design) -> dict[str, Any]:
                  "unavailable": c.unavailable}
         if not c.unavailable:
             config = design.cell_config(name)
+            if c.equal_usd_of:
+                # Its usd_cap is the freeze's own equal_usd record (planned spend before the
+                # freeze, the pilot's measured spend after): the rule is frozen, not the number,
+                # so freezing does not change the design it froze.
+                config = config.model_copy(deep=True)
+                config.population.llm.usd_cap = 0.0
+                entry["equal_usd_of"] = c.equal_usd_of
             entry["config_hash"] = config_hash(config)
             if design.is_live(name):
                 llm = config.population.llm
