@@ -29,6 +29,20 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
         raise
 
 
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write UTF-8 ``text`` to a temp file in the same directory, then rename it into place."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def write_parquet_atomic(path: str | Path, frame: pl.DataFrame) -> None:
     """Write ``frame`` to a temp file in the same directory, then rename it into place."""
     path = Path(path)

@@ -12,7 +12,7 @@ from market_agents.errors import MarketAgentsError
 
 # Subcommand modules, in the order `ma --help` lists them.
 COMMANDS = ["run", "validate", "plot", "outcomes", "gather", "summary", "sensitivity", "budget",
-            "cell", "design", "gate", "pilot", "freeze", "schema", "dag", "cache", "library",
+            "cell", "design", "gate", "pilot", "freeze", "paper", "schema", "dag", "cache", "library",
             "bazaar"]
 
 
