@@ -3,7 +3,8 @@
 PYTHON ?= python3
 UV := $(PYTHON) -m uv
 VENV := .venv/bin
-DESIGN ?= exploratory
+# The design of `make paper` and `make report`.
+DESIGN ?= confirmatory
 WORKERS ?= 2
 
 .PHONY: setup run evaluate test test-slurm check lint bench validate clean
@@ -68,7 +69,7 @@ SMK := $(VENV)/snakemake
 TARGET ?= exploratory
 CORES ?= 2
 
-.PHONY: workflow dryrun dag schema unlock report smoke
+.PHONY: workflow dryrun dag schema unlock report smoke paper
 
 workflow: setup  ## make workflow TARGET=tier_T1 CORES=8
 	$(SMK) --cores $(CORES) $(TARGET)
@@ -85,8 +86,14 @@ schema: setup  ## regenerate workflow/schemas/*.schema.json after changing a con
 unlock: setup  ## after a killed run: release Snakemake's lock, then re-run the target
 	$(SMK) --unlock $(TARGET)
 
-report: setup  ## Snakemake HTML report (DAG, outcomes, pilot and freeze manifests) of TARGET
-	$(SMK) $(TARGET) --report results/report.html
+# The paper (paper/Makefile): tables, figures, model cards and deviations of DESIGN under paper/
+# (confirmatory by default; DESIGN=exploratory; DESIGN=rehearse_confirmatory on mock answers).
+# Only free work runs first; `ma paper --help` lists every file.
+paper: setup  ## make paper DESIGN=exploratory
+	$(SMK) --cores $(CORES) paper --config paper=$(DESIGN) --forcerun paper
+
+report: paper  ## paper/report.html: the Snakemake report with every table and figure of DESIGN
+	$(SMK) paper --config paper=$(DESIGN) --report paper/report.html
 
 smoke: setup  ## the workflow's free targets on the tiny designs of config/test/, in results/smoke/
 	rm -rf results/smoke && mkdir -p results/smoke && cp -r config results/smoke/

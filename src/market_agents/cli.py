@@ -12,8 +12,8 @@ from market_agents.errors import MarketAgentsError
 
 # Subcommand modules, in the order `ma --help` lists them.
 COMMANDS = ["run", "validate", "plot", "outcomes", "gather", "summary", "sensitivity", "budget",
-            "cell", "design", "gate", "pilot", "freeze", "paper", "schema", "dag", "cache", "library",
-            "bazaar"]
+            "cell", "design", "gate", "pilot", "freeze", "paper", "schema", "dag", "cache",
+            "library", "bazaar"]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import polars as pl
 
@@ -234,13 +233,13 @@ def protocol_graph(plan: pl.DataFrame) -> tuple[list[Node], list[tuple[str, str]
                   (f"live_{tier}", f"out_{tier}"), (f"out_{tier}", f"rec_{tier}")]
         prev = f"rec_{tier}"
         if tier == "T1":
-            nodes.append(Node("library", "decision library\n(from T1 answers)", row + 1, 4))
+            nodes.append(Node("library", "decision library\n(from T1 answers)", row, 4))
             edges.append(("rec_T1", "library"))
     last = 3 + len(TIER_ROWS)
     nodes += [Node("gather", "gather\noutcomes.parquet", last, 1),
               Node("sensitivity", "sensitivity grid\n(saved ticks)", last, 2),
               Node("paper", "paper/\n(tables, figures)", last, 3)]
-    edges += [(prev, "gather"), ("library", "gate_T6"), ("gather", "sensitivity"),
+    edges += [(prev, "gather"), ("library", "gate_T2"), ("gather", "sensitivity"),
               ("sensitivity", "paper")]
     return nodes, edges
 
@@ -279,13 +278,3 @@ def protocol_dag(plan: pl.DataFrame, mock_note: str | None, title: str):
     ax.axis("off")
     _title(fig, title + " (orange: paid live runs)", mock_note)
     return fig
-
-
-def figure_names(cells: list[str]) -> list[str]:
-    """Every figure the paper can write for these cells, in the index's order."""
-    return ["dose_response", *(f"price_{c}" for c in cells), "outcome_distributions",
-            "pilot_diagnostics", "spend", "protocol_dag"]
-
-
-def _unused(_: Any) -> None:  # pragma: no cover
-    return None

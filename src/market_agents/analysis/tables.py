@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 
 from market_agents.analysis import stats
-from market_agents.analysis.outcomes import EPISODE_KEYS, MECHANISMS
+from market_agents.analysis.outcomes import EPISODE_KEYS
 from market_agents.analysis.stats import Contrast, PairedSample, estimate
 
 CONTROL = "share_0"
@@ -219,10 +219,11 @@ def model_mix(data: PaperData) -> pl.DataFrame | Skip:
 def fairness(data: PaperData) -> pl.DataFrame | Skip:
     present = [c for c in FAIRNESS_CELLS if c in data.cells]
     if len(present) < 2:
-        return Skip(f"needs both {' and '.join(FAIRNESS_CELLS)} (has: {', '.join(present) or 'none'})")
+        return Skip(f"needs both {' and '.join(FAIRNESS_CELLS)} "
+                    f"(has: {', '.join(present) or 'none'})")
     o = data.outcomes.filter(pl.col("cell").is_in(present))
-    cols = [c for c in ("llm_decisions_per_agent", "llm_usd", "llm_budget_halts", "llm_valid_rate")
-            if c in o.columns]
+    cols = [c for c in ("llm_decisions_per_agent", "llm_usd", "llm_budget_halts",
+                        "llm_valid_rate") if c in o.columns]
     levels = o.group_by("cell", maintain_order=True).agg(
         pl.len().alias("runs"), *[pl.col(c).cast(pl.Float64).mean() for c in cols])
     equal_usd, equal_dec = FAIRNESS_CELLS[1], FAIRNESS_CELLS[0]
@@ -309,7 +310,8 @@ def sensitivity(data: PaperData) -> pl.DataFrame | Skip:
     if data.exclude_seeds:
         g = g.filter(~pl.col("seed").is_in(list(data.exclude_seeds)))
     return (g.group_by("cell", "bubble_gap", "crash_drop", maintain_order=True)
-            .agg(pl.len().alias("runs"), *[pl.col(k).cast(pl.Float64).mean() for k in EPISODE_KEYS]))
+            .agg(pl.len().alias("runs"),
+                 *[pl.col(k).cast(pl.Float64).mean() for k in EPISODE_KEYS]))
 
 
 def llm_behaviour(data: PaperData) -> pl.DataFrame | Skip:
@@ -368,8 +370,3 @@ def design_overview(data: PaperData) -> pl.DataFrame:
             "project_cap": data.cap_usd,
         })
     return pl.DataFrame(rows, infer_schema_length=None)
-
-
-def llm_mechanisms() -> tuple[str, ...]:
-    """The mechanisms that act only through LLM traders (memory, channel, decision cap)."""
-    return tuple(m for m in MECHANISMS if m in ("memory", "channel", "decision_cap"))

@@ -32,6 +32,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "%(default)s; other files there, such as its Makefile, are kept)")
     p.add_argument("--designs-dir", type=Path, default=Path(DEFAULTS.designs_dir),
                    help="folder of the design files (default %(default)s)")
+    p.add_argument("--confirmatory", default=DEFAULTS.confirmatory,
+                   help="the confirmatory design: pilot seeds are excluded from its estimates "
+                   "(default %(default)s)")
+    p.add_argument("--sigma", default=DEFAULTS.sigma,
+                   help="design of the control SDs (default %(default)s)")
+    p.add_argument("--pilot", default=DEFAULTS.pilot,
+                   help="pilot design of the diagnostics (default %(default)s)")
     p.add_argument("--results", type=Path, default=Path("results"),
                    help="results root to read (default %(default)s)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -41,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from market_agents.protocol.paper import Roles, make_paper
 
-    roles = Roles(confirmatory=DEFAULTS.confirmatory, sigma=DEFAULTS.sigma, pilot=DEFAULTS.pilot,
+    roles = Roles(confirmatory=args.confirmatory, sigma=args.sigma, pilot=args.pilot,
                   control=DEFAULTS.control, usd_per_decision=DEFAULTS.planning_usd_per_decision)
     summary = make_paper(args.design, args.out, args.designs_dir, roles, args.results,
                          progress=False if args.quiet else None)

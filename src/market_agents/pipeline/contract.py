@@ -120,8 +120,7 @@ def _finite(x: Any) -> float | None:
 def evaluate(spec: RunSpec, out: Path) -> dict[str, Any]:
     """metrics.json from eval_inputs/: per design, cell means of every numeric outcome and
     paired differences vs the control over shared seeds (mean, SD, n)."""
-    from market_agents.analysis.stats import paired_differences
-    from market_agents.analysis.stats import PRIMARY_OUTCOMES
+    from market_agents.analysis.stats import PRIMARY_OUTCOMES, paired_differences
 
     inputs = out / "eval_inputs"
     if not inputs.exists():

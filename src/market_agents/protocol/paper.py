@@ -61,6 +61,15 @@ def parse_target(name: str) -> tuple[str, bool]:
     return name, False
 
 
+def mock_note(design: Design, rehearsal: bool) -> str | None:
+    """The mark every title and caption of the paper carries when its LLM answers are mock
+    answers (a rehearsal, or a design without a live cell); None for live results."""
+    if rehearsal:
+        return "Mock-based rehearsal"
+    live = any(design.is_live(c) for c, cell in design.cells.items() if not cell.unavailable)
+    return None if live else "Mock-based (no live cell in this design)"
+
+
 def _date(manifest: dict[str, Any], path: Path) -> str:
     for key in ("date", "started", "started_at", "created_at"):
         if manifest.get(key):
@@ -220,9 +229,7 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = RESULTS,
         raise ConfigError(f"{gathered}: no runs")
     inputs = [str(path), str(gathered)]
     read = read_runs(design, outcomes, rehearsal, root, progress)
-    live = any(design.is_live(c) for c in design.cells if not design.cells[c].unavailable)
-    mock_note = ("Mock-based rehearsal" if rehearsal else
-                 None if live else "Mock-based (no live cell in this design)")
+    note = mock_note(design, rehearsal)
     plan = plan_frame(design)
     sigma_path = design_dir(roles.sigma, False, root) / "outcomes.parquet"
     pilot, pilot_outcomes, pilot_inputs = read_pilot(roles, rehearsal, root, designs_dir)
@@ -231,7 +238,7 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = RESULTS,
     logged = cards.parse_deviations(log.read_text(encoding="utf-8").splitlines(), str(log)) if (
         log.exists()) else []
     data = PaperData(
-        design=design.name, rehearsal=rehearsal, mock_note=mock_note,
+        design=design.name, rehearsal=rehearsal, mock_note=note,
         confirmatory=design.name == roles.confirmatory, outcomes=outcomes, plan=plan,
         budget=dict(design.budget.tiers), cap_usd=design.budget.cap_usd,
         cuts=read_cuts(design, plan["tier_label"].unique().to_list(), root) if not rehearsal
@@ -242,8 +249,8 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = RESULTS,
         ticks=read["ticks"])
     inputs += [str(p) for p in (sigma_path, log) if p.exists()] + pilot_inputs
     texts = {"model_cards.md": cards.model_cards_md(read["uses"], read_yaml(design.prices_path),
-                                                    hashes(), mock_note),
-             "deviations.md": cards.deviations_md(logged, str(log), mock_note)}
+                                                    hashes(), note),
+             "deviations.md": cards.deviations_md(logged, str(log), note)}
     return data, texts, inputs
 
 
@@ -255,7 +262,7 @@ def make_paper(target: str, out: Path, designs_dir: Path, roles: Roles,
 
     from market_agents.analysis.export import write_paper
 
-    bar = tqdm(desc=f"paper {target}", unit="step", disable=progress is False)
+    bar = tqdm(desc=f"paper {target}", unit="step", disable=progress is False, mininterval=0.5)
 
     def step(what: str) -> None:
         bar.set_postfix_str(what)
