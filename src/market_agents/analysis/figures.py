@@ -71,7 +71,8 @@ def price_figure(ticks: pl.DataFrame, manifest: dict, title: str, asset: int = 0
     top.set_ylabel("price")
     top.legend(loc="best", fontsize=8)
     top.set_title(title, fontsize=10)
-    bottom.bar(t, ticks["volume"].to_numpy(), width=1.0, color="0.4")
+    # one line per tick in a single collection: 600 bar patches cost 20x the drawing time
+    bottom.vlines(t, 0, ticks["volume"].to_numpy(), color="0.4", lw=1)
     bottom.set_ylabel("volume")
     bottom.set_xlabel("tick")
     return fig
