@@ -7,7 +7,7 @@ VENV := .venv/bin
 DESIGN ?= confirmatory
 WORKERS ?= 2
 
-.PHONY: setup run evaluate test test-slurm check lint bench validate clean
+.PHONY: setup run evaluate test test-slurm test-rehearsal check lint bench validate clean
 
 setup: $(VENV)/ma
 
@@ -49,6 +49,11 @@ test-slurm: setup
 		&& command -v munged >/dev/null || { apt-get update -qq \
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SLURM_PACKAGES); }
 	$(VENV)/pytest tests/pipeline/test_slurm.py --runslurm -n 0 -v
+
+# Opt-in: the confirmatory design rehearsed on the mock (first 2 seeds of every cell) into the
+# whole paper through Snakemake (bench/README.md: the full-size time).
+test-rehearsal: setup
+	$(VENV)/pytest tests/pipeline/test_paper_rehearsal.py --runrehearsal -n 0 -v
 
 lint: setup
 	$(VENV)/ruff check src tests bench
