@@ -3,10 +3,12 @@
 PYTHON ?= python3
 UV := $(PYTHON) -m uv
 VENV := .venv/bin
-DESIGN ?= exploratory
+# The design of `make paper` and `make report`.
+DESIGN ?= confirmatory
 WORKERS ?= 2
 
-.PHONY: setup run evaluate test test-slurm check lint bench validate clean demo-local-llm
+.PHONY: setup run evaluate test test-slurm test-rehearsal check lint bench validate clean \
+	demo-local-llm
 
 setup: $(VENV)/ma
 
@@ -53,6 +55,11 @@ test-slurm: setup
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SLURM_PACKAGES); }
 	$(VENV)/pytest tests/pipeline/test_slurm.py --runslurm -n 0 -v
 
+# Opt-in: the confirmatory design rehearsed on the mock (first 2 seeds of every cell) into the
+# whole paper through Snakemake (bench/README.md: the full-size time).
+test-rehearsal: setup
+	$(VENV)/pytest tests/pipeline/test_paper_rehearsal.py --runrehearsal -n 0 -v
+
 lint: setup
 	$(VENV)/ruff check src tests bench
 
@@ -87,7 +94,7 @@ SMK := $(VENV)/snakemake
 TARGET ?= exploratory
 CORES ?= 2
 
-.PHONY: workflow dryrun dag schema unlock report smoke
+.PHONY: workflow dryrun dag schema unlock report smoke paper
 
 workflow: setup  ## make workflow TARGET=tier_T1 CORES=8
 	$(SMK) --cores $(CORES) $(TARGET)
@@ -104,8 +111,14 @@ schema: setup  ## regenerate workflow/schemas/*.schema.json after changing a con
 unlock: setup  ## after a killed run: release Snakemake's lock, then re-run the target
 	$(SMK) --unlock $(TARGET)
 
-report: setup  ## Snakemake HTML report (DAG, outcomes, pilot and freeze manifests) of TARGET
-	$(SMK) $(TARGET) --report results/report.html
+# The paper (paper/Makefile): tables, figures, model cards and deviations of DESIGN under paper/
+# (confirmatory by default; DESIGN=exploratory; DESIGN=rehearse_confirmatory on mock answers).
+# Only free work runs first; `ma paper --help` lists every file.
+paper: setup  ## make paper DESIGN=exploratory
+	$(SMK) --cores $(CORES) paper --config paper=$(DESIGN) --forcerun paper
+
+report: paper  ## paper/report.html: the Snakemake report with every table and figure of DESIGN
+	$(SMK) paper --config paper=$(DESIGN) --report paper/report.html
 
 smoke: setup  ## the workflow's free targets on the tiny designs of config/test/, in results/smoke/
 	rm -rf results/smoke && mkdir -p results/smoke && cp -r config results/smoke/

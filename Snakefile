@@ -31,6 +31,7 @@ include: "rules/library.smk"
 include: "rules/targets.smk"
 include: "rules/bazaar.smk"
 include: "rules/report.smk"
+include: "rules/paper.smk"
 
 
 rule all:

@@ -19,8 +19,7 @@ rule gather:
     input:
         outcomes=W.design_outcomes,
     output:
-        parquet=report("results/{kind}/{design}/outcomes.parquet",
-                       caption="../workflow/report/outcomes.rst", category="Outcomes"),
+        parquet="results/{kind}/{design}/outcomes.parquet",
     log:
         "results/logs/gather/{kind}/{design}.log",
     params:

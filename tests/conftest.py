@@ -1,5 +1,6 @@
 """Shared fixtures. Opt-in tests: `api` (live providers) runs only with --runapi, `slurm` (a
-SLURM cluster) only with --runslurm."""
+SLURM cluster) only with --runslurm, `rehearsal` (the confirmatory design rehearsed into a
+paper, minutes) only with --runrehearsal."""
 
 from __future__ import annotations
 
@@ -27,12 +28,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runapi", action="store_true", help="run tests that call paid APIs")
     parser.addoption("--runslurm", action="store_true",
                      help="run tests on a one-node SLURM cluster (root; `make test-slurm`)")
+    parser.addoption("--runrehearsal", action="store_true",
+                     help="rehearse the confirmatory design into a paper (`make test-rehearsal`)")
 
 
 # marker -> (option that runs it, why it is skipped otherwise)
 OPT_IN = {
     "api": ("--runapi", "calls a paid API: run with --runapi"),
     "slurm": ("--runslurm", "starts a SLURM cluster: run `make test-slurm`"),
+    "rehearsal": ("--runrehearsal", "rehearses the confirmatory design: run "
+                  "`make test-rehearsal`"),
 }
 
 

@@ -15,8 +15,8 @@ from market_agents.errors import MarketAgentsError
 
 # Subcommand modules, in the order `ma --help` lists them.
 COMMANDS = ["run", "validate", "plot", "outcomes", "gather", "summary", "sensitivity", "budget",
-            "cell", "design", "gate", "spend", "pilot", "freeze", "deviations", "sigma", "schema",
-            "dag", "cache", "library", "record", "verify", "bazaar"]
+            "cell", "design", "gate", "spend", "pilot", "freeze", "deviations", "sigma", "paper",
+            "schema", "dag", "cache", "library", "record", "verify", "bazaar"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,12 +1,24 @@
-"""The one paired-difference function behind the pilot's σ̂_d and the contract's effects."""
+"""The paired estimator behind the pilot's σ̂_d, the contract's effects and the paper: known
+answers computed by hand."""
 
 import math
 
+import numpy as np
 import polars as pl
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from market_agents.analysis.stats import paired_differences
+from market_agents.analysis.stats import (
+    Contrast,
+    PairedSample,
+    estimate,
+    estimates,
+    holm,
+    pair,
+    paired_differences,
+    seed_values,
+)
 
 
 def test_pairs_only_shared_seeds_and_drops_undefined_values():
@@ -34,3 +46,128 @@ def test_differences_are_treated_minus_control_seed_by_seed(pairs):
     d = paired_differences(frame, "c", ["y"])["t"]["y"].to_list()
     assert len(d) == n
     assert all(math.isclose(x, t - c, abs_tol=1e-9) for x, (c, t) in zip(d, pairs, strict=True))
+
+
+# --- the paper's estimator: known answers ------------------------------------------------------
+
+
+T3 = 3.182446305284263  # Student t quantile 0.975 with 3 degrees of freedom (printed tables)
+
+
+def t3_two_sided_p(t: float) -> float:
+    """Exact two-sided p of Student's t with 3 degrees of freedom (closed form of its CDF)."""
+    x = t / math.sqrt(3)
+    return 1 - (2 / math.pi) * (x / (1 + x * x) + math.atan(x))
+
+
+def frame(rows: dict[str, dict[int, float | None]], y: str = "y", **extra) -> pl.DataFrame:
+    out = [{"cell": c, "seed": s, y: v, **{k: f(c) for k, f in extra.items()}}
+           for c, by_seed in rows.items() for s, v in by_seed.items()]
+    return pl.DataFrame(out, schema_overrides={y: pl.Float64})
+
+
+KNOWN = {"share_0": {101: 1.0, 102: 2.0, 103: 3.0, 104: 4.0},
+         "share_25": {101: 2.0, 102: 4.0, 103: 5.0, 104: 8.0}}  # d = 1, 2, 2, 4
+
+
+def test_paired_difference_se_interval_and_p_are_known_exactly():
+    sample = pair(seed_values(frame(KNOWN), "y"),
+                  Contrast("share_25", "T1", {"share_25": 1}, {"share_0": 1}))
+    e = estimate(sample)
+    sd = math.sqrt(4.75 / 3)  # squared deviations from 2.25: 1.5625 + 0.0625 + 0.0625 + 3.0625
+    se = sd / 2
+    assert e["n"] == 4 and sample.seeds == [101, 102, 103, 104]
+    assert e["treated_mean"] == 4.75 and e["control_mean"] == 2.5 and e["diff"] == 2.25
+    assert e["se"] == pytest.approx(se, rel=1e-12)
+    assert e["t_low"] == pytest.approx(2.25 - T3 * se, rel=1e-12)
+    assert e["t_high"] == pytest.approx(2.25 + T3 * se, rel=1e-12)
+    assert e["p"] == pytest.approx(t3_two_sided_p(2.25 / se), rel=1e-9)
+    assert 1.0 <= e["boot_low"] <= 2.25 <= e["boot_high"] <= 4.0
+    assert estimate(sample) == e  # the bootstrap's seed is fixed
+
+
+def test_bootstrap_of_a_constant_difference_is_the_point_and_p_undefined():
+    e = estimate(PairedSample([1, 2, 3], np.array([3.0, 4.0, 5.0]), np.array([1.0, 2.0, 3.0])))
+    assert (e["diff"], e["se"], e["t_low"], e["t_high"], e["boot_low"], e["boot_high"]) == (
+        2.0, 0.0, 2.0, 2.0, 2.0, 2.0)
+    assert e["p"] is None
+
+
+def test_small_samples_leave_undefined_statistics_empty():
+    one = estimate(PairedSample([1], np.array([3.0]), np.array([1.0])))
+    assert one["diff"] == 2.0 and one["se"] is None and one["p"] is None
+    assert estimate(PairedSample([], np.array([]), np.array([])))["diff"] is None
+
+
+def test_holm_adjustment_known_answer():
+    assert holm([0.01, 0.04, 0.03, None]) == pytest.approx([0.03, 0.06, 0.06, None])
+    assert holm([0.5, 0.001]) == pytest.approx([0.5, 0.002])
+    assert holm([0.9, 0.8, 0.7]) == pytest.approx([1.0, 1.0, 1.0])
+    assert holm([0.01, 0.02, 0.03]) == pytest.approx([0.03, 0.04, 0.04])
+
+
+@given(st.lists(st.one_of(st.none(), st.floats(0, 1)), min_size=1, max_size=12))
+def test_holm_is_monotone_bounded_and_never_below_the_raw_p(p):
+    adj = holm(p)
+    tested = sorted((v, a) for v, a in zip(p, adj, strict=True) if v is not None)
+    for (_, a), (_, b) in zip(tested, tested[1:], strict=False):
+        assert a <= b + 1e-12
+    for v, a in zip(p, adj, strict=True):
+        assert (a is None) == (v is None)
+        if v is not None:
+            assert v - 1e-12 <= a <= 1.0
+
+
+def test_e5_interaction_is_estimated_seed_by_seed():
+    rows = {"leverage_25": {101: 10.0, 102: 12.0, 103: 15.0},
+            "leverage_0": {101: 4.0, 102: 5.0, 103: 6.0},
+            "share_25": {101: 3.0, 102: 3.5, 103: 4.0},
+            "share_0": {101: 1.0, 102: 1.0, 103: 1.0}}
+    e5 = Contrast("E5", "T4", {"leverage_25": 1, "leverage_0": -1},
+                  {"share_25": 1, "share_0": -1})
+    sample = pair(seed_values(frame(rows), "y"), e5)
+    # (L25 - L0) = 6, 7, 9; (S25 - S0) = 2, 2.5, 3; interaction = 4, 4.5, 6
+    assert sample.treated.tolist() == [6.0, 7.0, 9.0]
+    assert sample.control.tolist() == [2.0, 2.5, 3.0]
+    e = estimate(sample)
+    assert e["diff"] == pytest.approx(14.5 / 3)
+    assert e["se"] == pytest.approx(np.std([4, 4.5, 6], ddof=1) / math.sqrt(3))
+    assert e5.control_label == "share_25 - share_0"
+
+
+def test_pilot_seeds_never_enter_and_a_missing_control_seed_is_dropped_and_reported():
+    rows = {"share_0": {1: 50.0, 2: -50.0, 3: 7.0, **KNOWN["share_0"]},
+            "share_25": {1: 0.0, 2: 0.0, 3: 0.0, **KNOWN["share_25"], 105: 99.0}}
+    table = estimates(frame(rows), [Contrast("share_25", "T1", {"share_25": 1},
+                                             {"share_0": 1})],
+                      columns=["y"], exclude_seeds=(1, 2, 3), mde={"share_25": {"y": 0.5}})
+    row = table.row(0, named=True)
+    assert row["n"] == 4 and row["diff"] == 2.25 and row["mde"] == 0.5
+    assert row["dropped"] == ("1: pilot seed (excluded from confirmatory estimates); 2: pilot "
+                              "seed (excluded from confirmatory estimates); 3: pilot seed "
+                              "(excluded from confirmatory estimates); 105: no share_0 run")
+    assert row["p_holm"] == row["p"]  # a family of one
+
+
+def test_holm_runs_within_each_tier_family():
+    rows = {**KNOWN, "share_50": {101: 1.5, 102: 2.5, 103: 3.5, 104: 4.0},
+            "memory_25": {101: 2.0, 102: 4.0, 103: 5.0, 104: 8.0}}
+    contrasts = [Contrast("share_25", "T1", {"share_25": 1}, {"share_0": 1}),
+                 Contrast("share_50", "T1", {"share_50": 1}, {"share_0": 1}),
+                 Contrast("memory_25", "T4", {"memory_25": 1}, {"share_0": 1})]
+    t = estimates(frame(rows), contrasts, columns=["y"])
+    p = dict(zip(t["cell"], t["p"], strict=True))
+    adj = dict(zip(t["cell"], t["p_holm"], strict=True))
+    assert adj["memory_25"] == pytest.approx(p["memory_25"])  # alone in T4
+    assert [adj["share_25"], adj["share_50"]] == pytest.approx(holm([p["share_25"],
+                                                                     p["share_50"]]))
+
+
+def test_halts_and_rejects_are_estimated_only_where_their_mechanism_is_on():
+    rows = {"share_0": {1: 0.0, 2: 0.0}, "breaker_25": {1: 1.0, 2: 2.0},
+            "share_25": {1: 0.0, 2: 1.0}}
+    mechs = {"share_0": "", "breaker_25": "breaker", "share_25": ""}
+    f = frame(rows, "n_halts", mechanisms=mechs.get)
+    t = estimates(f, [Contrast(c, "all", {c: 1}, {"share_0": 1})
+                      for c in ("breaker_25", "share_25")], columns=["n_halts"])
+    assert t["cell"].to_list() == ["breaker_25"]

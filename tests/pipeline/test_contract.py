@@ -217,8 +217,6 @@ def test_no_sanity_run_wrote_under_the_live_roots(sanity):
     assert not (root / ".research/results").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="`snakemake paper` lands with issue 12: then this passes "
-                   "and the mark goes")
 def test_paper_sanity_builds_the_rehearsed_paper(sanity):
     root, _, _ = sanity
     done = make(root, "run", "RUN_ID=paper", "MODE=sanity")

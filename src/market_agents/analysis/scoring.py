@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from market_agents.analysis.outcomes import RunFiles, Thresholds, score
+from market_agents.analysis.outcomes import RunFiles, Thresholds, episode_outcomes, score
 from market_agents.atomic import write_json_atomic
 from market_agents.sim.rundir import OUTCOMES_FILE, read_config, read_manifest, read_tables
 
@@ -41,3 +41,11 @@ def write_outcomes(path: str | Path, th: Thresholds | None = None) -> dict[str, 
     out = score_run(path, th)
     write_json_atomic(Path(path) / OUTCOMES_FILE, out)
     return out
+
+
+def episodes_at(run: RunFiles, grid: list[Thresholds]) -> list[dict[str, Any]]:
+    """The run's bubble and crash episodes re-scored at every grid point (thresholds and
+    episode outcomes per row), from its saved ticks and burn-in alone."""
+    return [{"bubble_gap": th.bubble_gap, "bubble_ticks": th.bubble_ticks,
+             "crash_drop": th.crash_drop, "crash_ticks": th.crash_ticks,
+             **episode_outcomes(run, th)} for th in grid]

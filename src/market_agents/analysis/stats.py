@@ -1,16 +1,135 @@
-"""Statistics over a design's gathered outcomes (one row per run: cell, seed, outcomes).
+"""Statistics over a design's gathered outcomes (one row per run: cell, seed, outcomes): the
+protocol's paired estimator.
 
-The paired difference y(cell, s) - y(control, s) over the seeds both cells ran is the protocol's
-effect estimate (§4: its SD is the pilot's σ̂_d, which sizes the confirmatory tiers); the pilot
-manifest and the run contract's metrics both take it from :func:`paired_differences`.
+The common-random-numbers design runs every cell on the same seeds, so seed s of a treated cell
+and seed s of its control share the fundamental path and every classical trader's draws. The
+effect estimate is the mean over seeds of the paired difference y(cell, s) - y(control, s)
+(§4: its SD is the pilot's σ̂_d, which sized the confirmatory tiers). A contrast generalizes it
+to signed sums of cells, which is how the E5 interaction
+(leverage_25 - leverage_0) - (share_25 - share_0) is estimated seed by seed.
+
+One implementation serves the pilot's σ̂_d (:func:`paired_differences`), the run contract's
+effects and the paper's estimates (:func:`estimate`, :func:`holm`). The t interval, the p-value
+and the bootstrap come from scipy (``scipy.stats``), the field's standard library.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
+
+# The outcomes the pilot's σ̂_d table and the freeze's minimum detectable effects cover (§4).
+PRIMARY_OUTCOMES = (
+    "volatility",
+    "excess_kurtosis",
+    "mispricing",
+    "rad",
+    "rd",
+    "bubble_share",
+    "crash_share",
+    "mean_spread",
+    "turnover",
+    "shock_half_ticks",
+    "shock_priced_share",
+)
+# The outcomes the paper estimates for every cell (the primary ones above, plus the episode
+# counts, the placebo move and volume), in the order the tables list them; halts and the reject
+# ratio only where the cell switches on the mechanism they measure (breaker, position limit).
+PAPER_OUTCOMES = (
+    "volatility", "excess_kurtosis", "mispricing", "rad", "rd", "n_bubbles", "bubble_share",
+    "n_crashes", "crash_share", "shock_half_ticks", "shock_priced_share", "placebo_move",
+    "mean_spread", "volume", "turnover", "n_halts", "reject_ratio",
+)
+APPLIES_WHEN = {"n_halts": "breaker", "reject_ratio": "position_limit"}
+
+# §4: the pilot's seeds 1-3 never enter a confirmatory estimate.
+PILOT_SEEDS = (1, 2, 3)
+LEVEL = 0.95
+N_BOOTSTRAP = 9999
+BOOTSTRAP_SEED = 20261027  # the protocol's date: fixed, so the intervals are reproducible
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """What one estimate compares: ``treated`` and ``control`` are signed sums of cells, each
+    evaluated per seed (a cell vs its control: ``{cell: 1}`` vs ``{"share_0": 1}``; E5:
+    ``{"leverage_25": 1, "leverage_0": -1}`` vs ``{"share_25": 1, "share_0": -1}``)."""
+
+    label: str
+    family: str
+    treated: Mapping[str, int]
+    control: Mapping[str, int]
+
+    @property
+    def cells(self) -> list[str]:
+        return [*self.treated, *(c for c in self.control if c not in self.treated)]
+
+    @property
+    def control_label(self) -> str:
+        return _signed(self.control)
+
+
+def _signed(terms: Mapping[str, int]) -> str:
+    parts = [("- " if sign < 0 else "+ ") + cell for cell, sign in terms.items()]
+    return " ".join(parts).removeprefix("+ ")
+
+
+@dataclass
+class PairedSample:
+    """Per-seed values of a contrast over the seeds where every cell has a defined outcome;
+    ``dropped`` names each seed of the treated cell that could not be paired, and why."""
+
+    seeds: list[int]
+    treated: np.ndarray
+    control: np.ndarray
+    dropped: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def differences(self) -> np.ndarray:
+        return self.treated - self.control
+
+
+def seed_values(outcomes: pl.DataFrame, y: str) -> dict[str, dict[int, float | None]]:
+    """``{cell: {seed: y}}`` with undefined values (null, NaN, inf) as None."""
+    out: dict[str, dict[int, float | None]] = {}
+    if y not in outcomes.columns:
+        return out
+    for cell, seed, value in outcomes.select("cell", "seed", y).iter_rows():
+        v = None if value is None else float(value)
+        out.setdefault(cell, {})[int(seed)] = v if v is not None and math.isfinite(v) else None
+    return out
+
+
+def pair(values: Mapping[str, Mapping[int, float | None]], contrast: Contrast,
+         exclude_seeds: Iterable[int] = ()) -> PairedSample:
+    """The contrast seed by seed over the seeds of its first treated cell, less
+    ``exclude_seeds`` (reported as dropped, like a seed whose control run is missing or whose
+    outcome is undefined in one of the cells)."""
+    first = next(iter(contrast.treated))
+    excluded = set(exclude_seeds)
+    seeds, treated, control, dropped = [], [], [], {}
+    for seed in sorted(values.get(first, {})):
+        if seed in excluded:
+            dropped[seed] = "pilot seed (excluded from confirmatory estimates)"
+            continue
+        missing = [c for c in contrast.cells if seed not in values.get(c, {})]
+        if missing:
+            dropped[seed] = f"no {', '.join(missing)} run"
+            continue
+        undefined = [c for c in contrast.cells if values[c][seed] is None]
+        if undefined:
+            dropped[seed] = f"undefined in {', '.join(undefined)}"
+            continue
+        seeds.append(seed)
+        treated.append(sum(s * values[c][seed] for c, s in contrast.treated.items()))
+        control.append(sum(s * values[c][seed] for c, s in contrast.control.items()))
+    return PairedSample(seeds, np.array(treated, dtype=float), np.array(control, dtype=float),
+                        dropped)
 
 
 def paired_differences(outcomes: pl.DataFrame, control: str,
@@ -26,15 +145,17 @@ def paired_differences(outcomes: pl.DataFrame, control: str,
         Cells in sorted order (the control excluded); for each outcome a Float64 series of the
         finite differences y(cell, s) - y(control, s) (nulls and NaN/inf dropped).
     """
-    base = outcomes.filter(pl.col("cell") == control)
     present = [y for y in columns if y in outcomes.columns]
+    values = {y: seed_values(outcomes, y) for y in present}
+    by_cell: dict[str, set[int]] = {}
+    for cell, seed in outcomes.select("cell", "seed").iter_rows():
+        by_cell.setdefault(cell, set()).add(int(seed))
     table: dict[str, dict[str, Any]] = {}
-    for cell in sorted(set(outcomes["cell"].to_list()) - {control}):
-        joined = outcomes.filter(pl.col("cell") == cell).join(base, on="seed", suffix="__ctl")
-        row: dict[str, Any] = {"n_pairs": joined.height}
+    for cell in sorted(set(by_cell) - {control}):
+        row: dict[str, Any] = {"n_pairs": len(by_cell[cell] & by_cell.get(control, set()))}
         for y in present:
-            d = (joined[y].cast(pl.Float64) - joined[f"{y}__ctl"].cast(pl.Float64)).drop_nulls()
-            row[y] = d.filter(d.is_finite())
+            sample = pair(values[y], Contrast(cell, "", {cell: 1}, {control: 1}))
+            row[y] = pl.Series(y, sample.differences, dtype=pl.Float64)
         table[cell] = row
     return table
 
@@ -71,3 +192,109 @@ def control_sd(outcomes: pl.DataFrame, control: str) -> pl.DataFrame:
                      "sd": float(v.std(ddof=1)) if len(v) > 1 else None})
     return pl.DataFrame(rows, schema={"outcome": pl.Utf8, "n": pl.Int64, "mean": pl.Float64,
                                       "sd": pl.Float64})
+def estimate(sample: PairedSample, level: float = LEVEL, n_resamples: int = N_BOOTSTRAP,
+             seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
+    """The pre-registered estimate of one paired sample.
+
+    Args:
+        sample: per-seed treated and control values (:func:`pair`).
+        level: confidence level of both intervals.
+        n_resamples: bootstrap resamples of the seeds.
+        seed: the bootstrap's random seed (fixed: the same data give the same interval).
+
+    Returns:
+        ``n`` (pairs), ``treated_mean``, ``control_mean``, ``diff`` (mean paired difference),
+        ``se`` (SD of the differences, ddof 1, over sqrt(n)), ``t_low``/``t_high`` (Student t
+        interval, n - 1 degrees of freedom), ``boot_low``/``boot_high`` (percentile interval of
+        the mean over seed-level resamples), ``p`` (two-sided one-sample t test of mean 0).
+        Statistics a sample is too small for are None: means need 1 pair, the rest 2; with zero
+        spread the t interval is the point and p is None (undefined).
+    """
+    from scipy import stats
+
+    d = sample.differences
+    n = len(d)
+    out: dict[str, Any] = {"n": n, "treated_mean": None, "control_mean": None, "diff": None,
+                           "se": None, "t_low": None, "t_high": None, "boot_low": None,
+                           "boot_high": None, "p": None}
+    if n == 0:
+        return out
+    out.update(treated_mean=float(sample.treated.mean()), control_mean=float(sample.control.mean()),
+               diff=float(d.mean()))
+    if n < 2:
+        return out
+    se = float(d.std(ddof=1) / math.sqrt(n))
+    out["se"] = se
+    if se == 0:
+        out.update(t_low=out["diff"], t_high=out["diff"], boot_low=out["diff"],
+                   boot_high=out["diff"])
+        return out
+    test = stats.ttest_1samp(d, 0.0)
+    ci = test.confidence_interval(level)
+    boot = stats.bootstrap((d,), np.mean, n_resamples=n_resamples, confidence_level=level,
+                           method="percentile", rng=np.random.default_rng(seed))
+    out.update(t_low=float(ci.low), t_high=float(ci.high), p=float(test.pvalue),
+               boot_low=float(boot.confidence_interval.low),
+               boot_high=float(boot.confidence_interval.high))
+    return out
+
+
+def holm(p: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of one family's p-values (None: no test, left out of the
+    family's count): sorted p_(1) <= ... <= p_(m), adjusted p_(i) = max over j <= i of
+    min(1, (m - j + 1) p_(j))."""
+    tested = sorted((v, i) for i, v in enumerate(p) if v is not None)
+    m = len(tested)
+    out: list[float | None] = [None] * len(p)
+    running = 0.0
+    for rank, (value, i) in enumerate(tested):
+        running = max(running, min(1.0, (m - rank) * value))
+        out[i] = running
+    return out
+
+
+def applies(y: str, mechanisms: set[str]) -> bool:
+    """Whether outcome ``y`` is estimated for a cell with these switched-on mechanisms."""
+    need = APPLIES_WHEN.get(y)
+    return need is None or need in mechanisms
+
+
+def estimates(outcomes: pl.DataFrame, contrasts: Sequence[Contrast],
+              columns: Sequence[str] = PAPER_OUTCOMES, exclude_seeds: Iterable[int] = (),
+              mde: Mapping[str, Mapping[str, float | None]] | None = None) -> pl.DataFrame:
+    """One row per contrast and outcome: the :func:`estimate`, the Holm-adjusted p within the
+    contrast's family, the minimum detectable effect (``mde[cell][y]``, e.g. from freeze.json)
+    and the seeds that were dropped, with the reason.
+
+    Outcomes absent from ``outcomes`` are skipped, and so are halts and the reject ratio in a
+    cell that does not switch on the breaker or the position limit (``mechanisms`` column).
+    """
+    exclude = list(exclude_seeds)
+    values = {y: seed_values(outcomes, y) for y in columns if y in outcomes.columns}
+    switched: dict[str, set[str]] = {}
+    if "mechanisms" in outcomes.columns:
+        for cell, mechs in outcomes.select("cell", "mechanisms").iter_rows():
+            switched.setdefault(cell, set()).update(filter(None, (mechs or "").split(",")))
+    rows = []
+    for c in contrasts:
+        first = next(iter(c.treated))
+        for y, vals in values.items():
+            if not applies(y, switched.get(first, set())):
+                continue
+            sample = pair(vals, c, exclude)
+            mde_y = (mde or {}).get(first, {}).get(y)
+            rows.append({
+                "family": c.family, "cell": c.label, "control": c.control_label, "outcome": y,
+                **estimate(sample), "p_holm": None, "mde": mde_y,
+                "dropped": "; ".join(f"{s}: {why}" for s, why in sample.dropped.items()),
+            })
+    for fam in dict.fromkeys(r["family"] for r in rows):
+        members = [r for r in rows if r["family"] == fam]
+        for r, adj in zip(members, holm([r["p"] for r in members]), strict=True):
+            r["p_holm"] = adj
+    schema = {"family": pl.Utf8, "cell": pl.Utf8, "control": pl.Utf8, "outcome": pl.Utf8,
+              "n": pl.Int64, **dict.fromkeys(("treated_mean", "control_mean", "diff", "se",
+                                              "t_low", "t_high", "boot_low", "boot_high", "p",
+                                              "p_holm", "mde"), pl.Float64),
+              "dropped": pl.Utf8}
+    return pl.DataFrame(rows, schema=schema)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from market_agents.analysis import tables
+from market_agents.analysis.tables import fired
 from market_agents.errors import ConfigError
 
 COLUMNS = {
@@ -24,8 +26,8 @@ COLUMNS = {
     "spillover_dy": ("DY %", "{:.1f}"),
     "llm_usd": ("USD", "{:.4f}"),
 }
-# The mechanism-activity table (definitions: market_agents.analysis.outcomes), mean per run.
-ACTIVITY = {
+# Labels of the mechanism-activity columns (analysis.tables.ACTIVITY: which, and in what order).
+_LABELS = {
     "n_halts": ("halts", "{:.2f}"),
     "halted_ticks": ("halted", "{:.1f}"),
     "rejects_halted": ("rej:halt", "{:.1f}"),
@@ -40,6 +42,7 @@ ACTIVITY = {
     "llm_decision_cap_holds": ("cap.hold", "{:.1f}"),
     "llm_budget_halts": ("usd.halt", "{:.1f}"),
 }
+ACTIVITY = {key: _LABELS[key] for key in tables.ACTIVITY}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -70,20 +73,6 @@ def _table(frame, key: str, columns: dict[str, tuple[str, str]], extra: str | No
         vals = "".join(f"{'' if row[c] is None else columns[c][1].format(row[c]):>10}"
                        for c in shown)
         print(f"{row[key]!s:<{width}}{vals}" + (f"  {row[extra]}" if extra else ""))
-
-
-def fired(table) -> dict[str, dict[str, tuple[int, int]]]:
-    """Per cell and switched-on mechanism: (seeds where it acted, seeds where it was on)."""
-    out: dict[str, dict[str, tuple[int, int]]] = {}
-    if "mechanisms" not in table.columns:
-        return out
-    for row in table.iter_rows(named=True):
-        idle = set((row.get("mechanisms_idle") or "").split(","))
-        cell = out.setdefault(row["cell"], {})
-        for m in filter(None, (row["mechanisms"] or "").split(",")):
-            acted, on = cell.get(m, (0, 0))
-            cell[m] = (acted + (m not in idle), on + 1)
-    return out
 
 
 def main(args: argparse.Namespace) -> int:

@@ -280,6 +280,49 @@ class Workflow:
             "results/runs/<design>/outcomes.parquet (README 'Workflow')"
         )
 
+    # --- the paper -------------------------------------------------------------------------
+
+    @property
+    def paper_target(self) -> str:
+        """The design `snakemake paper` writes (workflow config ``paper``; default the
+        confirmatory design), or ``rehearse_<design>``."""
+        return self.config.paper or self.config.confirmatory
+
+    def paper_inputs(self, wildcards: Any) -> list[str]:
+        """What the paper needs built first, free work only: the design's outcomes when no cell
+        of it is paid (or for its rehearsal), the sigma design, and for a rehearsal the
+        rehearsed pilot. A live design's results are read as they are (the paper never starts
+        a paid run; `ma paper` names what is missing)."""
+        from market_agents.protocol.paper import parse_target
+
+        name, rehearsal = parse_target(self.paper_target)
+        files = [self.design_file(name), self.gathered(self.config.sigma)]
+        if rehearsal or not self.designs.live_tiers(name):
+            files.append(self.gathered(name, mock=rehearsal))
+        if rehearsal and self.config.pilot in self.designs.names():
+            files.append(self.gathered(self.config.pilot, mock=True))
+        return files
+
+    def paper_flags(self, wildcards: Any) -> str:
+        """`ma paper` options from the workflow config: the designs folder and the roles."""
+        c = self.config
+        return (f"--designs-dir {shlex.quote(c.designs_dir)} --confirmatory {c.confirmatory} "
+                f"--sigma {c.sigma} --pilot {c.pilot}")
+
+    def paper_captions(self, wildcards: Any) -> dict[str, str]:
+        """The Snakemake report's caption of every table and figure (``table/<name>``,
+        ``figure/<name>``; price figures share one), as reStructuredText-safe plain text: the
+        paper's own caption, with its mock-based mark."""
+        from market_agents.analysis.catalog import ARTIFACTS
+        from market_agents.analysis.export import Paper
+        from market_agents.protocol.paper import mock_note, parse_target
+
+        name, rehearsal = parse_target(self.paper_target)
+        paper = Paper(design=name, heading="", mock_note=mock_note(self.designs.get(name),
+                                                                  rehearsal))
+        return {f"{a.kind}/{a.name}": _rst_text(f"{paper.title(a)}. {paper.caption(a)}")
+                for a in ARTIFACTS}
+
     # --- Bazaar ---------------------------------------------------------------------------
 
     @property
@@ -304,6 +347,13 @@ class Workflow:
     def bazaar_api(self, wildcards: Any) -> int:
         """A live evaluation takes the api resource (live calls are serialized)."""
         return 0 if wildcards.provider == "mock" else 1
+
+
+def _rst_text(text: str) -> str:
+    """Plain text that reStructuredText shows as written (no markup characters)."""
+    for ch in ("\\", "*", "`", "|", "_", "["):
+        text = text.replace(ch, "\\" + ch)
+    return text
 
 
 def _alternatives(names: set[str]) -> str:

@@ -56,6 +56,9 @@ class WorkflowConfig(Strict):
     max_seeds: int | None = Field(
         default=None, ge=1, description="only the first N seeds of every cell (a small stage)"
     )
+    paper: str | None = Field(
+        default=None, description="design of `snakemake paper` (default: the confirmatory one); "
+        "rehearse_<design> for its mock rehearsal")
     bazaar_usd_cap: float = Field(
         default=1.0, ge=0, description="USD cap of one live Bazaar evaluation (ma bazaar eval)"
     )

@@ -14,23 +14,10 @@ from typing import Any
 
 import polars as pl
 
-from market_agents.analysis.stats import paired_differences
+from market_agents.analysis.stats import PRIMARY_OUTCOMES, paired_differences
 from market_agents.errors import ConfigError
 from market_agents.sim.rundir import table_file
 
-PRIMARY_OUTCOMES = (
-    "volatility",
-    "excess_kurtosis",
-    "mispricing",
-    "rad",
-    "rd",
-    "bubble_share",
-    "crash_share",
-    "mean_spread",
-    "turnover",
-    "shock_half_ticks",
-    "shock_priced_share",
-)
 CRITERIA = {
     "validity": "llm_valid_rate >= 0.80",
     "failures": "llm_failure_rate <= 0.10",

@@ -18,9 +18,8 @@ from market_agents.analysis.outcomes import (
     SENSITIVITY_BUBBLE_GAPS,
     SENSITIVITY_CRASH_DROPS,
     Thresholds,
-    episode_outcomes,
 )
-from market_agents.analysis.scoring import load_run, write_outcomes
+from market_agents.analysis.scoring import episodes_at, load_run, write_outcomes
 from market_agents.atomic import write_parquet_atomic
 from market_agents.errors import ConfigError, MarketAgentsError
 from market_agents.protocol.design import (
@@ -190,12 +189,8 @@ def sensitivity(design: Design, grid: list[Thresholds], mock: bool = False,
         if not is_complete(path):
             missing.append(str(path))
             continue
-        run = load_run(path)
-        for th in grid:
-            rows.append({"design": design.name, "cell": cell, "seed": seed,
-                         "bubble_gap": th.bubble_gap, "bubble_ticks": th.bubble_ticks,
-                         "crash_drop": th.crash_drop, "crash_ticks": th.crash_ticks,
-                         **episode_outcomes(run, th)})
+        rows += [{"design": design.name, "cell": cell, "seed": seed, **row}
+                 for row in episodes_at(load_run(path), grid)]
     if missing and not allow_missing:
         raise MissingRuns(f"{design.path}: {len(missing)} run(s) not simulated, e.g. "
                           f"{missing[0]} (run `ma design` first, or pass --allow-missing)")

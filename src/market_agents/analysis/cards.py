@@ -1,0 +1,121 @@
+"""``model_cards.md`` and the deviations appendix, as pure functions of frames and dicts.
+
+The deviations log (``results/manifests/deviations.jsonl``: one JSON object a line, dated, with
+a reason) is written by the guards of the pre-registration; this module only reads the entries
+it is given, plus the deviations the project already knows (:data:`KNOWN_DEVIATIONS`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import polars as pl
+
+# Deviations of this implementation from the run protocol (WP 27, 2026-10-27), with the date
+# they were recorded (the commit that introduced each).
+KNOWN_DEVIATIONS: tuple[dict[str, str], ...] = (
+    {"date": "2026-11-29", "section": "§5.2",
+     "reason": "The protocol's stated confirmatory total (≈ 66,000 decisions, ≈ 33.3 USD) does "
+               "not match its own rows, which sum to 53,388 decisions and 32.58 USD at the "
+               "planning rates; the design and the budget gate use the rows (`ma budget "
+               "config/designs/confirmatory.yaml` reproduces every row)."},
+    {"date": "2026-11-29", "section": "§1-§2",
+     "reason": "Paths under `configs/` in the protocol live under `config/` here "
+               "(config/baseline.yaml, config/designs/<design>.yaml, config/prices.yaml)."},
+    {"date": "2026-11-29", "section": "§1",
+     "reason": "The package requires Python >= 3.11 (pyproject.toml), not the protocol's "
+               ">= 3.12; the tests and the lock file (uv.lock) are run on 3.11."},
+)
+DATE_KEYS = ("date", "timestamp", "time", "created", "created_at")
+REASON_KEYS = ("reason", "text", "message", "deviation")
+
+
+def parse_deviations(lines: Iterable[str], where: str) -> list[dict[str, Any]]:
+    """Entries of a deviations log (JSON lines); a line that is not a JSON object is kept as a
+    problem entry naming ``where`` and its line number, so nothing in the log is dropped."""
+    out = []
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            if not isinstance(entry, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            entry = {"date": "", "reason": f"{where}:{i}: unreadable line: {line.strip()[:200]}"}
+        out.append(entry)
+    return out
+
+
+def _first(entry: dict[str, Any], keys: tuple[str, ...]) -> str:
+    return next((str(entry[k]) for k in keys if entry.get(k) not in (None, "")), "")
+
+
+def deviations_md(logged: list[dict[str, Any]], log_path: str, mock_note: str | None) -> str:
+    """The appendix: every logged deviation (date, reason, and any other fields such as the
+    runs it touched), then the known ones."""
+    lines = ["# Deviations from the run protocol", ""]
+    if mock_note:
+        lines += [f"**{mock_note}.**", ""]
+    lines += [f"## Logged ({log_path})", ""]
+    if not logged:
+        lines += ["No deviation has been logged.", ""]
+    for e in sorted(logged, key=lambda e: _first(e, DATE_KEYS)):
+        extra = {k: v for k, v in e.items() if k not in (*DATE_KEYS, *REASON_KEYS)}
+        tail = f" ({json.dumps(extra, sort_keys=True, ensure_ascii=False)})" if extra else ""
+        lines.append(f"- {_first(e, DATE_KEYS) or 'undated'}: {_first(e, REASON_KEYS)}{tail}")
+    lines += ["", "## Known deviations of this implementation", ""]
+    lines += [f"- {d['date']} ({d['section']}): {d['reason']}" for d in KNOWN_DEVIATIONS]
+    return "\n".join(lines) + "\n"
+
+
+def model_cards_md(uses: pl.DataFrame, prices: dict[str, Any], hashes: dict[str, str],
+                   mock_note: str | None) -> str:
+    """One card per (provider, model) used by the design's runs.
+
+    Args:
+        uses: one row per run and route/model: cell, seed, route, kind (the provider that
+            answered), model, decisions, prompt_version, date (YYYY-MM-DD), effort,
+            max_output_tokens, temperature.
+        prices: ``config/prices.yaml`` as a dict (``models`` -> rows with date and source).
+        hashes: ``prompting.py`` and ``schema.py`` SHA-256 (``prompt``, ``schema``) and
+            ``schema_json`` (SHA-256 of the decision schema's canonical JSON).
+    """
+    lines = ["# Model cards", ""]
+    if mock_note:
+        lines += [f"**{mock_note}: the provider that answered is the mock, under the model ids "
+                  "below, priced as live.**", ""]
+    lines += [f"Prompt code `llm/prompting.py` SHA-256 `{hashes.get('prompt', '')}`; schema code "
+              f"`llm/schema.py` SHA-256 `{hashes.get('schema', '')}`; decision schema (canonical "
+              f"JSON) SHA-256 `{hashes.get('schema_json', '')}`.", ""]
+    if uses.is_empty():
+        return "\n".join([*lines, "No LLM model was used by this design's runs.", ""])
+    table = prices.get("models", {})
+    per = prices.get("per_tokens", 1_000_000)
+    for (route, kind, model), g in sorted(uses.group_by("route", "kind", "model"),
+                                          key=lambda kv: kv[0]):
+        row = table.get(model, {})
+        dates = sorted(d for d in g["date"].unique().to_list() if d)
+        settings = g.select("effort", "max_output_tokens", "temperature").unique().sort(
+            pl.all(), nulls_last=True)
+        lines += [f"## {model} ({route})", "",
+                  f"- provider: {row.get('provider', '?')} (route `{route}`, answered by "
+                  f"`{kind}`)",
+                  f"- model id: `{model}`",
+                  f"- dates used: {dates[0]} to {dates[-1]}" if dates else "- dates used: unknown",
+                  f"- cells: {', '.join(sorted(g['cell'].unique().to_list()))}; runs: "
+                  f"{g.select('cell', 'seed').unique().height}; decisions: "
+                  f"{int(g['decisions'].sum()):,}",
+                  f"- prices (USD per {per:,} tokens): input {row.get('input', '?')}, cached "
+                  f"input {row.get('cached_input', '?')}, output {row.get('output', '?')}, "
+                  f"cache write x{row.get('cache_write_multiplier', '?')}; source: "
+                  f"{row.get('source', 'not in config/prices.yaml')}; date: {row.get('date', '?')}",
+                  "- settings: " + "; ".join(
+                      f"effort {e}, max output tokens {m}, temperature "
+                      f"{'provider default' if t is None else t}"
+                      for e, m, t in settings.iter_rows()),
+                  f"- prompt version: {', '.join(sorted(set(g['prompt_version'].drop_nulls())))}",
+                  ""]
+    return "\n".join(lines)

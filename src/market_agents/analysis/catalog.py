@@ -1,0 +1,148 @@
+"""What the paper holds: every table and figure by name, with its title and a caption that says
+what it shows and how it was computed. The one list that ``ma paper --help``, the writer, the
+index page and the Snakemake report's captions read.
+
+Files: ``paper/tables/<name>.{csv,md,tex,html}`` and ``paper/figures/<name>.{png,pdf}``
+(``price_<cell>`` is one figure per cell), ``paper/model_cards.md``, ``paper/deviations.md``,
+``paper/index.html`` and ``paper/paper.json`` (what was written, what was skipped and why).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EST = ("Estimator (pre-registered): the mean over seeds of the paired difference y(cell, s) - "
+       "y(control, s), the control run having the same seed (common random numbers); SE = SD of "
+       "the differences / sqrt(n); 95 % Student t interval; 95 % percentile bootstrap over seeds "
+       "(9,999 resamples, fixed seed 20261027); two-sided t-test p; Holm adjustment within the "
+       "family; treated and control means over the paired seeds. A seed without its control run "
+       "(or with the outcome undefined in either) is dropped and listed in 'dropped'. In a "
+       "confirmatory design the pilot seeds 1-3 never enter an estimate. Statistics: scipy.stats.")
+
+
+@dataclass(frozen=True)
+class Artifact:
+    name: str
+    kind: str  # "table" or "figure"
+    title: str
+    caption: str
+
+
+ARTIFACTS: tuple[Artifact, ...] = (
+    Artifact("design_overview", "table", "Design and spend overview",
+             "Per tier: cells, seeds planned and run, seeds cut by the order of sacrifice "
+             "(budget gate manifests, protocol §5.3), live decisions and USD planned (planning "
+             "rate of the design, as `ma budget`) against decisions made (llm_decisions) and USD "
+             "spent (run manifests, llm_usage.usd_spent) and priced (sum of llm_usd: the recorded "
+             "answers at config/prices.yaml), the tier budget, and the cumulative spend against "
+             "the project cap."),
+    Artifact("primary_estimates", "table", "Primary estimates per tier",
+             "Every cell against share_0 (leverage_0 for the E5 interaction "
+             "(leverage_25 - leverage_0) - (share_25 - share_0), estimated seed by seed), for "
+             "every paper outcome; one Holm family per tier; 'mde': the minimum detectable "
+             "effect of the freeze (freeze.json), or, where named in the mde source note, one "
+             "computed the same way from the rehearsed pilot. " + EST),
+    Artifact("dose_response", "table", "Dose-response over the LLM share",
+             "The share cells (phi in {0, 0.01, 0.05, 0.10, 0.25, 0.50, 0.75, 1.0}) from the "
+             "primary estimates: treated mean and paired difference against share_0 with its "
+             "95 % t interval; phi = 0 is the control itself. " + EST),
+    Artifact("mechanisms", "table", "Mechanisms against share_25",
+             "The mechanism cells (memory_25, channel_25, leverage_25, breaker_25, poslimit_25) "
+             "against share_25, seed by seed; one Holm family. " + EST),
+    Artifact("mechanism_activity", "table", "Mechanism activity",
+             "Per cell, the mean per run of the mechanism-activity outcomes (halts, halted ticks, "
+             "rejects by reason, margin calls, forced-sale volume, channel messages sent and "
+             "read, memory lines, decision-cap holds, budget halts), the mechanisms the cell "
+             "switches on with the seeds in which each acted, and a flag for a mechanism that "
+             "never acted in any seed (outcomes.parquet: mechanisms, mechanisms_idle)."),
+    Artifact("diversity", "table", "Diversity and model mix against share_25 (T2)",
+             "diverse_25, mix_25 and mini_25 against share_25, seed by seed; one Holm family. "
+             + EST),
+    Artifact("model_mix", "table", "Model mix per cell",
+             "Per cell and model (llm_decisions.parquet): decisions, share of the cell's "
+             "decisions, valid rate, tokens in and out per decision and USD per decision."),
+    Artifact("fairness", "table", "Fairness: equal decisions against equal USD (T5)",
+             "mini_25 (every LLM agent gets the same decision opportunities) and "
+             "mini_25_equalusd (decisions stop at the per-run usd_cap): decisions per agent, "
+             "USD per run, budget halts per run and valid rate (means over seeds), then "
+             "mini_25_equalusd against mini_25 seed by seed. " + EST),
+    Artifact("spillover", "table", "Spillover and correlation (T6 k2_25)",
+             "The two-asset cell: per seed the correlation of the two assets' log returns "
+             "(ret_corr) and the Diebold-Yilmaz total spillover index (spillover_dy, percent), "
+             "then their mean over seeds with a 95 % t interval and the t-test p of mean 0."),
+    Artifact("library", "table", "Frozen-library arm at N = 1,000 (§5.4)",
+             "Per seed of library_1000 (run manifests: library): the median and 90th percentile "
+             "of the standardized nearest-neighbour distance of the replayed decisions, and the "
+             "library's own 90th-percentile leave-one-out distance (the support observed at "
+             "N = 100); then the arm: the median over seeds of the seed medians. The arm is "
+             "out-of-support (reported, not evidence) when that median exceeds the 90th "
+             "percentile."),
+    Artifact("control_sd", "table", "Control SD of every outcome (sigma design)",
+             "The classical control share_0 of the sigma design (seeds 1-30, no LLM, free): "
+             "number of runs, mean, SD (ddof 1), minimum and maximum of every numeric outcome."),
+    Artifact("sensitivity", "table", "Sensitivity grid of the episode outcomes",
+             "Bubble and crash episodes re-scored from the saved ticks (ticks.parquet; the "
+             "frozen outcome functions, nothing re-simulated) at bubble gaps 3/5/8 % (10 ticks) "
+             "and crash drops 7/10/15 % (20 ticks): mean per run over the cell's seeds."),
+    Artifact("llm_behaviour", "table", "LLM behaviour per cell",
+             "Per cell with LLM traders: valid rate and failure rate (decisions-weighted), LLM "
+             "share of orders and of volume, decisions per agent (outcomes.parquet); tokens in, "
+             "out and reasoning, USD per decision, median and 95th-percentile latency "
+             "(llm_decisions.parquet)."),
+    Artifact("dose_response", "figure", "Dose-response with paired intervals",
+             "For every paper outcome: the mean paired difference against share_0 of each share "
+             "cell, plotted at its LLM share phi, with its 95 % t interval (bars) and bootstrap "
+             "interval (band); phi = 0 is zero by construction."),
+    Artifact("price", "figure", "Price against V and V^pub, one representative seed per cell",
+             "The seed whose volatility is the cell's median (the lower one on a tie): mid "
+             "price, the hidden value V and the public value V^pub (ticks.parquet), shocks "
+             "dashed (placebo in orange), halts shaded, margin calls as triangles (run "
+             "manifest), volume below."),
+    Artifact("outcome_distributions", "figure", "Outcome distributions by cell",
+             "Every seed of every cell as a dot and the cell mean as a bar, one panel per paper "
+             "outcome (outcomes.parquet)."),
+    Artifact("pilot_diagnostics", "figure", "Pilot diagnostics",
+             "The pilot design (protocol §4): validity and failure rates per cell against the "
+             "pass criteria (>= 80 %, <= 10 %), USD per decision against the planned rate and "
+             "its ±30 % band, and the SD of paired differences against share_0 (σ̂_d) per "
+             "primary outcome, each relative to the control SD of that outcome."),
+    Artifact("spend", "figure", "Spend by tier against plan and cap",
+             "Planned USD per tier (planning rate) beside USD spent and priced (recorded "
+             "answers at config/prices.yaml), the tier budget as a tick, and the cumulative "
+             "spend over the tiers against the project cap."),
+    Artifact("protocol_dag", "figure", "The protocol as a DAG, by tier",
+             "The protocol's steps in the order they run, one row per stage: the pilot, the "
+             "freeze, then for each tier T1 to T6 its budget gate, its live runs, their outcomes "
+             "and the reconciliation of spend, then gather, sensitivity and this paper. Every "
+             "edge points down or along its row (no step waits for a later one)."),
+)
+
+BY_KEY = {(a.kind, a.name): a for a in ARTIFACTS}
+
+OTHER_FILES = {
+    "model_cards.md": "every model used: provider, model id, dates used, prices with source and "
+                      "date, effort, max output tokens, temperature, prompt version and hash, "
+                      "schema hash (config/prices.yaml, run manifests, the design)",
+    "deviations.md": "the deviations appendix: the dated deviations log "
+                     "(results/manifests/deviations.jsonl) and the known deviations",
+    "index.html": "one page with every table and figure",
+    "paper.json": "what was written, what was skipped and why, and from which inputs",
+}
+
+
+def artifact(kind: str, name: str) -> Artifact:
+    """The catalogue entry of a table or figure (``price_<cell>`` figures share ``price``)."""
+    if kind == "figure" and name.startswith("price_"):
+        name = "price"
+    return BY_KEY[(kind, name)]
+
+
+def help_text() -> str:
+    """What ``ma paper`` writes, for ``--help``."""
+    lines = ["writes, under OUT:"]
+    for a in ARTIFACTS:
+        stem = "price_<cell>" if a.name == "price" else a.name
+        ext = "csv,md,tex,html" if a.kind == "table" else "png,pdf"
+        lines.append(f"  {a.kind}s/{stem}.{{{ext}}}  {a.title}")
+    lines += [f"  {name}  {what}" for name, what in OTHER_FILES.items()]
+    return "\n".join(lines)

@@ -1,0 +1,232 @@
+"""The paper's files: a table as CSV, Markdown, LaTeX and an HTML fragment, a figure as PNG and
+PDF (no dates in their metadata, so the same data give the same bytes), and the one-page
+``index.html``. Rendering is pure (text or bytes); :func:`write_paper` writes the files.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from market_agents.analysis.catalog import Artifact
+from market_agents.atomic import write_json_atomic, write_text_atomic
+
+DPI = 110
+
+
+@dataclass
+class Paper:
+    """Everything the paper shows: tables (frames), figures (matplotlib), texts, and what was
+    skipped and why (``kind/name`` -> reason)."""
+
+    design: str
+    heading: str
+    mock_note: str | None
+    tables: dict[str, tuple[Artifact, pl.DataFrame]] = field(default_factory=dict)
+    figures: dict[str, tuple[Artifact, Any, str]] = field(default_factory=dict)  # + title
+    texts: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    inputs: list[str] = field(default_factory=list)
+
+    def title(self, a: Artifact, title: str | None = None) -> str:
+        t = title or a.title
+        return f"[{self.mock_note}] {t}" if self.mock_note else t
+
+    def caption(self, a: Artifact) -> str:
+        mark = (f"{self.mock_note.upper()}: every LLM answer behind this comes from the mock "
+                "provider; it shows the pipeline, not evidence. ") if self.mock_note else ""
+        return f"{mark}{a.caption} Design: {self.design}."
+
+
+def cell_text(value: Any) -> str:
+    """A value as the Markdown/LaTeX/HTML tables show it (4 significant digits)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return ""
+        return f"{value:.4g}"
+    return str(value)
+
+
+def to_csv(frame: pl.DataFrame, title: str, caption: str) -> str:
+    """CSV with the title and caption as leading ``#`` comment lines (read with
+    ``comment_prefix="#"``)."""
+    flat = frame.with_columns(pl.col(c).cast(pl.Utf8) for c, t in frame.schema.items()
+                              if t == pl.List)
+    return f"# {title}\n# {caption}\n" + flat.write_csv(float_precision=None)
+
+
+def _rows(frame: pl.DataFrame) -> list[list[str]]:
+    return [[cell_text(v) for v in row] for row in frame.iter_rows()]
+
+
+def to_markdown(frame: pl.DataFrame, title: str, caption: str) -> str:
+    head = "| " + " | ".join(frame.columns) + " |"
+    sep = "| " + " | ".join("---" for _ in frame.columns) + " |"
+    body = ["| " + " | ".join(v.replace("|", "\\|") for v in row) + " |" for row in _rows(frame)]
+    return "\n".join([f"## {title}", "", caption, "", head, sep, *body]) + "\n"
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def tex_escape(text: str) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in text)
+
+
+def to_latex(frame: pl.DataFrame, title: str, caption: str, label: str) -> str:
+    cols = "l" * len(frame.columns)
+    lines = [r"\begin{table}[htbp]", r"\centering", r"\scriptsize",
+             rf"\caption{{{tex_escape(title)}. {tex_escape(caption)}}}",
+             rf"\label{{tab:{label}}}", rf"\begin{{tabular}}{{{cols}}}", r"\hline",
+             " & ".join(tex_escape(c) for c in frame.columns) + r" \\", r"\hline"]
+    lines += [" & ".join(tex_escape(v) for v in row) + r" \\" for row in _rows(frame)]
+    lines += [r"\hline", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def to_html_table(frame: pl.DataFrame) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
+                   for row in _rows(frame))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1400px}"
+         "table{border-collapse:collapse;font-size:12px;margin:.5em 0 2em}"
+         "td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}"
+         "th{background:#eef3fb}td:first-child,th:first-child{text-align:left}"
+         "img{max-width:100%;border:1px solid #ddd}.mock{background:#fde9d9;padding:.5em;"
+         "border:2px solid #c0504d;font-weight:bold}.caption{color:#333;font-size:13px;"
+         "max-width:1100px}pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}")
+
+
+def _page(title: str, body: str) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<link rel=\"icon\" href=\"data:,\">"
+            f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>"
+            f"<body>\n{body}\n</body></html>\n")
+
+
+def table_page(paper: Paper, a: Artifact, frame: pl.DataFrame) -> str:
+    """One table as a standalone page (the Snakemake report embeds these)."""
+    return _page(paper.title(a), f"<h2>{html.escape(paper.title(a))}</h2>"
+                 f"<p class=\"caption\">{html.escape(paper.caption(a))}</p>"
+                 + to_html_table(frame))
+
+
+def index_page(paper: Paper) -> str:
+    """The paper on one page: every table inline, every figure as an image, the model cards,
+    the deviations, and what was skipped."""
+    parts = [f"<h1>{html.escape(paper.heading)}</h1>"]
+    if paper.mock_note:
+        parts.append(f"<p class=\"mock\">{html.escape(paper.mock_note.upper())}: every LLM answer "
+                     "behind these tables and figures comes from the mock provider. They show "
+                     "the pipeline, not evidence.</p>")
+    toc = [f"<li><a href=\"#table-{n}\">{html.escape(a.title)}</a></li>"
+           for n, (a, _) in paper.tables.items()]
+    toc += [f"<li><a href=\"#figure-{n}\">{html.escape(t)}</a></li>"
+            for n, (_, _, t) in paper.figures.items()]
+    parts.append("<h2>Contents</h2><ul>" + "".join(toc) + "<li><a href=\"#model-cards\">Model "
+                 "cards</a></li><li><a href=\"#deviations\">Deviations</a></li></ul>")
+    if paper.skipped:
+        parts.append("<h2>Skipped</h2><ul>" + "".join(
+            f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in paper.skipped.items())
+            + "</ul>")
+    if paper.notes:
+        parts.append("<h2>Notes</h2><ul>" + "".join(
+            f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in paper.notes.items())
+            + "</ul>")
+    for name, (a, frame) in paper.tables.items():
+        parts.append(f"<h2 id=\"table-{name}\">Table: {html.escape(paper.title(a))}</h2>"
+                     f"<p class=\"caption\">{html.escape(paper.caption(a))} Files: "
+                     f"<a href=\"tables/{name}.csv\">CSV</a>, <a href=\"tables/{name}.md\">"
+                     f"Markdown</a>, <a href=\"tables/{name}.tex\">LaTeX</a>.</p>"
+                     + to_html_table(frame))
+    for name, (a, _, title) in paper.figures.items():
+        parts.append(f"<h2 id=\"figure-{name}\">Figure: {html.escape(paper.title(a, title))}</h2>"
+                     f"<p class=\"caption\">{html.escape(paper.caption(a))} "
+                     f"<a href=\"figures/{name}.pdf\">PDF</a>.</p>"
+                     f"<img src=\"figures/{name}.png\" alt=\"{html.escape(title)}\">")
+    for anchor, name in (("model-cards", "model_cards.md"), ("deviations", "deviations.md")):
+        parts.append(f"<h2 id=\"{anchor}\">{html.escape(name)}</h2>"
+                     f"<pre>{html.escape(paper.texts.get(name, ''))}</pre>")
+    return _page(paper.heading, "\n".join(parts))
+
+
+def figure_bytes(fig: Any, fmt: str) -> bytes:
+    """The figure as PNG or PDF with no creation date or software version in the metadata."""
+    buf = io.BytesIO()
+    meta = ({"Software": None} if fmt == "png"
+            else {"CreationDate": None, "Producer": None, "Creator": None})
+    fig.savefig(buf, format=fmt, dpi=DPI, metadata=meta)
+    return buf.getvalue()
+
+
+def _replace_dir(target: Path, files: dict[str, bytes | str]) -> None:
+    """Write ``files`` into a fresh sibling folder, then swap it in for ``target``."""
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name, content in files.items():
+        path = tmp / name
+        if isinstance(content, str):
+            path.write_text(content, encoding="utf-8")
+        else:
+            path.write_bytes(content)
+    old = target.with_name(f".{target.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if target.exists():
+        target.rename(old)
+    tmp.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def write_paper(paper: Paper, out: Path, progress: Any = None) -> list[Path]:
+    """Write the paper under ``out`` (tables/, figures/, the texts, index.html, paper.json);
+    other files there (paper/Makefile) are left alone. ``progress(label)`` is called per file
+    group. Returns the files written."""
+    from market_agents.analysis.figures import _pyplot
+
+    out.mkdir(parents=True, exist_ok=True)
+    tables: dict[str, bytes | str] = {}
+    for name, (a, frame) in paper.tables.items():
+        title, caption = paper.title(a), paper.caption(a)
+        tables[f"{name}.csv"] = to_csv(frame, title, caption)
+        tables[f"{name}.md"] = to_markdown(frame, title, caption)
+        tables[f"{name}.tex"] = to_latex(frame, title, caption, name)
+        tables[f"{name}.html"] = table_page(paper, a, frame)
+        if progress:
+            progress(f"table {name}")
+    _replace_dir(out / "tables", tables)
+    plt = _pyplot()
+    figures: dict[str, bytes | str] = {}
+    for name, (_, fig, _) in paper.figures.items():
+        figures[f"{name}.png"] = figure_bytes(fig, "png")
+        figures[f"{name}.pdf"] = figure_bytes(fig, "pdf")
+        plt.close(fig)
+        if progress:
+            progress(f"figure {name}")
+    _replace_dir(out / "figures", figures)
+    written = [out / "tables" / n for n in tables] + [out / "figures" / n for n in figures]
+    for name, text in paper.texts.items():
+        write_text_atomic(out / name, text)
+        written.append(out / name)
+    write_text_atomic(out / "index.html", index_page(paper))
+    summary = {"design": paper.design, "mock": paper.mock_note,
+               "tables": list(paper.tables), "figures": list(paper.figures),
+               "skipped": paper.skipped, "notes": paper.notes, "inputs": paper.inputs}
+    write_json_atomic(out / "paper.json", summary)
+    return [*written, out / "index.html", out / "paper.json"]

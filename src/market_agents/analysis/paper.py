@@ -1,0 +1,98 @@
+"""The paper of a design from its data (:class:`~market_agents.analysis.tables.PaperData`):
+every table and figure of the catalogue the design supports, and a reason for each one it
+does not. Pure: nothing here reads or writes a file (``protocol/paper.py`` does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import polars as pl
+
+from market_agents.analysis import paperfigs, tables
+from market_agents.analysis.catalog import artifact
+from market_agents.analysis.export import Paper
+from market_agents.analysis.figures import price_figure
+from market_agents.analysis.tables import PaperData, Skip
+
+
+def representative_seeds(outcomes: pl.DataFrame, exclude: tuple[int, ...] = ()) -> dict[str, int]:
+    """Per cell, the seed whose volatility is the cell's median (the lower of the two middle
+    seeds on an even count; the first seed when volatility is undefined everywhere)."""
+    out = {}
+    for cell in outcomes["cell"].unique(maintain_order=True).to_list():
+        runs = outcomes.filter(pl.col("cell") == cell)
+        kept = runs.filter(~pl.col("seed").is_in(list(exclude)))
+        runs = kept if kept.height else runs
+        ranked = runs.filter(pl.col("volatility").is_not_null()).sort("volatility", "seed") if (
+            "volatility" in runs.columns) else runs.clear()
+        if ranked.height:
+            out[cell] = int(ranked["seed"][(ranked.height - 1) // 2])
+        else:
+            out[cell] = int(runs["seed"].min())
+    return out
+
+
+def build(data: PaperData, texts: dict[str, str], inputs: list[str] | None = None,
+          progress: Callable[[str], Any] | None = None) -> Paper:
+    """Every table and figure of the catalogue for ``data``; ``texts`` are the model cards and
+    the deviations appendix (file name -> Markdown). ``progress(label)`` is called per item."""
+    kind = "rehearsal of " if data.rehearsal else ""
+    paper = Paper(design=data.design, heading=f"market_agents: the paper of the {kind}"
+                  f"{data.design} design", mock_note=data.mock_note, texts=dict(texts),
+                  inputs=list(inputs or []))
+
+    def table(name: str, frame: pl.DataFrame | Skip) -> pl.DataFrame | Skip:
+        if progress:
+            progress(f"table {name}")
+        if isinstance(frame, Skip):
+            paper.skipped[f"tables/{name}"] = frame.reason
+        else:
+            paper.tables[name] = (artifact("table", name), frame)
+        return frame
+
+    def figure(name: str, make: Callable[[], Any], title: str | None = None) -> None:
+        if progress:
+            progress(f"figure {name}")
+        fig = make()
+        if isinstance(fig, Skip):
+            paper.skipped[f"figures/{name}"] = fig.reason
+        else:
+            a = artifact("figure", name)
+            paper.figures[name] = (a, fig, title or a.title)
+
+    overview = table("design_overview", tables.design_overview(data))
+    primary = table("primary_estimates", tables.primary_estimates(data))
+    dose = table("dose_response", tables.dose_response(primary, data))
+    table("mechanisms", tables.mechanisms(data))
+    table("mechanism_activity", tables.mechanism_activity(data))
+    table("diversity", tables.diversity(data))
+    table("model_mix", tables.model_mix(data))
+    table("fairness", tables.fairness(data))
+    table("spillover", tables.spillover(data))
+    table("library", tables.library(data))
+    table("control_sd", tables.control_sd(data))
+    table("sensitivity", tables.sensitivity(data))
+    table("llm_behaviour", tables.llm_behaviour(data))
+
+    note = data.mock_note
+    figure("dose_response", lambda: paperfigs.dose_response(
+        dose, note, artifact("figure", "dose_response").title))
+    for cell in data.cells:
+        if cell not in data.ticks:
+            paper.skipped[f"figures/price_{cell}"] = "no saved ticks for its representative seed"
+            continue
+        ticks, manifest = data.ticks[cell]
+        title = (f"{cell}, seed {manifest.get('seed')}: price against V and V^pub "
+                 f"({manifest.get('n_llm_agents', 0)} LLM traders)")
+        shown = f"[{note}] {title}" if note else title
+        figure(f"price_{cell}", lambda t=ticks, m=manifest, s=shown: price_figure(t, m, s), title)
+    figure("outcome_distributions", lambda: paperfigs.outcome_distributions(
+        data.outcomes, note, artifact("figure", "outcome_distributions").title))
+    figure("pilot_diagnostics", lambda: paperfigs.pilot_diagnostics(
+        data, artifact("figure", "pilot_diagnostics").title))
+    figure("spend", lambda: paperfigs.spend(overview, note, artifact("figure", "spend").title))
+    figure("protocol_dag", lambda: paperfigs.protocol_dag(
+        data.plan, note, artifact("figure", "protocol_dag").title))
+    return paper

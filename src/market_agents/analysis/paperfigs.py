@@ -1,0 +1,280 @@
+"""The paper's figures as pure functions of frames: each returns a matplotlib Figure (or a
+:class:`~market_agents.analysis.tables.Skip`); ``analysis/export.py`` saves it as PNG and PDF.
+The price paths reuse :func:`market_agents.analysis.figures.price_figure`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import polars as pl
+
+from market_agents.analysis.figures import _pyplot
+from market_agents.analysis.stats import PAPER_OUTCOMES
+from market_agents.analysis.tables import PaperData, Skip
+
+TIER_ROWS = ("T1", "T2", "T3", "T4", "T5", "T6")
+
+
+def _grid(n: int, cols: int = 3):
+    plt = _pyplot()
+    rows = max(1, math.ceil(n / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 2.9 * rows), squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat
+
+
+def _title(fig, title: str, mock_note: str | None) -> None:
+    fig.suptitle(f"[{mock_note}] {title}" if mock_note else title, fontsize=12)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+
+
+def dose_response(table: pl.DataFrame | Skip, mock_note: str | None, title: str):
+    if isinstance(table, Skip):
+        return table
+    outcomes = table["outcome"].unique(maintain_order=True).to_list()
+    fig, axes = _grid(len(outcomes))
+    phis = sorted(set(table["phi"].to_list()))
+    pos = {p: i for i, p in enumerate(phis)}
+    for ax, y in zip(axes, outcomes, strict=False):
+        t = table.filter(pl.col("outcome") == y).sort("phi")
+        x = [pos[p] for p in t["phi"]]
+        diff = t["diff"].to_list()
+        lo, hi = t["t_low"].to_list(), t["t_high"].to_list()
+        blo, bhi = t["boot_low"].to_list(), t["boot_high"].to_list()
+        ax.axhline(0, color="0.6", lw=0.8)
+        for xi, d, a, b, c, e in zip(x, diff, lo, hi, blo, bhi, strict=True):
+            if d is None:
+                continue
+            if c is not None and e is not None:
+                ax.fill_between([xi - 0.15, xi + 0.15], c, e, color="tab:orange", alpha=0.3,
+                                lw=0)
+            if a is not None and b is not None:
+                ax.errorbar(xi, d, yerr=[[d - a], [b - d]], fmt="o", color="tab:blue", ms=4,
+                            capsize=3)
+            else:
+                ax.plot(xi, d, "o", color="tab:blue", ms=4)
+        ax.set_xticks(range(len(phis)), [f"{p:g}" for p in phis], fontsize=7)
+        ax.set_title(y, fontsize=9)
+        ax.tick_params(axis="y", labelsize=7)
+    axes[0].set_ylabel("paired difference vs share_0", fontsize=8)
+    _title(fig, title + " (bars: 95 % t interval; band: bootstrap)", mock_note)
+    return fig
+
+
+def outcome_distributions(outcomes: pl.DataFrame, mock_note: str | None, title: str):
+    present = [y for y in PAPER_OUTCOMES if y in outcomes.columns]
+    if not present:
+        return Skip("outcomes.parquet has none of the paper outcomes")
+    cells = outcomes["cell"].unique(maintain_order=True).to_list()
+    fig, axes = _grid(len(present))
+    for ax, y in zip(axes, present, strict=False):
+        for i, cell in enumerate(cells):
+            v = outcomes.filter(pl.col("cell") == cell)[y].cast(pl.Float64).drop_nulls()
+            v = v.filter(v.is_finite()).to_numpy()
+            if len(v):
+                ax.bar(i, v.mean(), color="tab:blue", alpha=0.3)
+                ax.plot([i] * len(v), v, "o", color="tab:blue", ms=2.5)
+        ax.set_xticks(range(len(cells)), cells, rotation=60, ha="right", fontsize=6)
+        ax.set_title(y, fontsize=9)
+        ax.tick_params(axis="y", labelsize=7)
+    _title(fig, title + " (dots: seeds; bars: means)", mock_note)
+    return fig
+
+
+def pilot_diagnostics(data: PaperData, title: str):
+    p, o = data.pilot, data.pilot_outcomes
+    if p is None or o is None:
+        return Skip("no pilot outcomes (results/runs/pilot_openai/outcomes.parquet: "
+                    "`snakemake pilot`; rehearsal: `snakemake rehearse_pilot`)")
+    live = o.filter(pl.col("n_llm_decisions") > 0)
+    if live.is_empty():
+        return Skip("the pilot has no LLM decisions")
+    plt = _pyplot()
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+    per = live.group_by("cell", maintain_order=True).agg(
+        pl.col("llm_valid_rate").mean(), pl.col("llm_failure_rate").mean(),
+        (pl.col("llm_usd").sum() / pl.col("n_llm_decisions").sum()).alias("usd_per_decision"))
+    cells = per["cell"].to_list()
+    x = range(len(cells))
+    for ax, col, rule, label in ((axes[0][0], "llm_valid_rate", 0.80, "valid rate (>= 0.80)"),
+                                 (axes[0][1], "llm_failure_rate", 0.10, "failure rate (<= 0.10)")):
+        ax.bar(x, per[col].fill_null(0).to_list(), color="tab:blue")
+        ax.axhline(rule, color="tab:red", ls="--", lw=1)
+        ax.set_xticks(list(x), cells, fontsize=8)
+        ax.set_title(label, fontsize=9)
+    crit = (p.get("criteria") or {}).get("cost_per_decision", {})
+    planned = _planned_rate(crit.get("rule", ""))
+    ax = axes[1][0]
+    ax.bar(x, per["usd_per_decision"].fill_null(0).to_list(), color="tab:blue")
+    if planned:
+        ax.axhspan(planned * 0.7, planned * 1.3, color="tab:green", alpha=0.15)
+        ax.axhline(planned, color="tab:green", lw=1)
+    ax.set_xticks(list(x), cells, fontsize=8)
+    ax.set_title("USD per decision (band: planned ±30 %)", fontsize=9)
+    ax = axes[1][1]
+    sigma = p.get("sigma_d") or {}
+    sd = _control_sd(data)
+    outcomes = sorted({k for row in sigma.values() for k in row if k != "n_pairs"})
+    width = 0.8 / max(1, len(sigma))
+    for j, (cell, row) in enumerate(sorted(sigma.items())):
+        vals = [(row.get(y) or 0.0) / sd[y] if sd.get(y) else (row.get(y) or 0.0)
+                for y in outcomes]
+        ax.bar([i + j * width for i in range(len(outcomes))], vals, width, label=cell)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(outcomes))], outcomes, rotation=60,
+                  ha="right", fontsize=7)
+    ax.set_title("σ̂_d / control SD" if sd else "σ̂_d (no control SD)", fontsize=9)
+    ax.legend(fontsize=7)
+    verdict = "PASS" if p.get("pass") else "FAIL"
+    _title(fig, f"{title}: {verdict}, {p.get('total_usd', 0):.4f} USD, "
+                f"{p.get('decisions', 0):,} decisions", data.mock_note)
+    return fig
+
+
+def _planned_rate(rule: str) -> float | None:
+    try:
+        return float(rule.rsplit(" ", 1)[-1])
+    except ValueError:
+        return None
+
+
+def _control_sd(data: PaperData) -> dict[str, float]:
+    s = data.sigma
+    if s is None or s.is_empty():
+        return {}
+    out = {}
+    for y in s.columns:
+        if s[y].dtype.is_numeric():
+            v = s[y].cast(pl.Float64).drop_nulls()
+            if len(v) > 1 and (sd := v.std(ddof=1)):
+                out[y] = float(sd)
+    return out
+
+
+def spend(overview: pl.DataFrame, mock_note: str | None, title: str):
+    if overview.is_empty():
+        return Skip("no tiers")
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    tiers = overview["tier"].to_list()
+    x = list(range(len(tiers)))
+    w = 0.27
+    ax.bar([i - w for i in x], overview["usd_planned"].to_list(), w, label="planned")
+    ax.bar(x, overview["usd_spent"].to_list(), w, label="spent")
+    ax.bar([i + w for i in x], overview["usd_priced"].to_list(), w, label="priced (prices.yaml)")
+    budgets = overview["tier_budget"].to_list()
+    for i, b in zip(x, budgets, strict=True):
+        if b is not None:
+            ax.plot([i - 0.45, i + 0.45], [b, b], color="k", lw=1.5)
+    ax.set_xticks(x, tiers)
+    ax.set_ylabel("USD per tier (black: tier budget)")
+    cum = ax.twinx()
+    cum.plot(x, overview["cumulative_spent"].to_list(), "o-", color="tab:red",
+             label="cumulative spent")
+    cap = overview["project_cap"][0] if "project_cap" in overview.columns else None
+    if cap is not None:
+        cum.axhline(cap, color="tab:red", ls="--", lw=1, label=f"project cap {cap:g} USD")
+    cum.set_ylabel("cumulative USD")
+    cum.set_ylim(bottom=0)
+    handles = ax.get_legend_handles_labels()
+    h2 = cum.get_legend_handles_labels()
+    ax.legend(handles[0] + h2[0], handles[1] + h2[1], fontsize=8, loc="upper left")
+    _title(fig, title, mock_note)
+    return fig
+
+
+# --- the protocol DAG ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Node:
+    key: str
+    label: str
+    row: int
+    col: int
+
+
+def protocol_graph(plan: pl.DataFrame) -> tuple[list[Node], list[tuple[str, str]]]:
+    """The protocol's steps laid out by stage: one row per stage (Phase 5a and sigma, the pilot,
+    the freeze, each tier T1-T6, then the paper), each tier's row gate -> live runs -> outcomes
+    -> reconcile, and each tier's gate below the previous tier's reconciliation.
+
+    Args:
+        plan: the design's cells (cell, tier_label, seeds, live, usd); a tier's row lists its
+            cells when the design has that tier.
+
+    Returns:
+        Nodes with (row, col) grid positions (row 0 on top) and edges (from key, to key).
+    """
+    nodes = [Node("explore", "Phase 5a exploratory\n(mock, free)", 0, 0),
+             Node("sigma", "sigma: share_0 x 30 seeds\n(free)", 0, 2),
+             Node("pilot_runs", "pilot runs\n(live, <= 5 USD)", 1, 0),
+             Node("pilot", "pilot manifest\n(σ̂_d, pass/fail)", 1, 1),
+             Node("freeze", "freeze.json\n(code, design, MDE)", 2, 1)]
+    edges = [("explore", "pilot_runs"), ("pilot_runs", "pilot"), ("pilot", "freeze")]
+    prev = "freeze"
+    for i, tier in enumerate(TIER_ROWS):
+        row = 3 + i
+        cells = plan.filter(pl.col("tier_label") == tier) if "tier_label" in plan.columns else (
+            plan.clear())
+        names = cells["cell"].to_list()
+        shown = ", ".join(names[:4]) + (f", +{len(names) - 4}" if len(names) > 4 else "")
+        live = int(cells.filter(pl.col("live"))["seeds"].sum()) if cells.height else 0
+        budget = f"{float(cells['usd'].sum()):.2f} USD planned" if cells.height else "budget"
+        nodes += [Node(f"gate_{tier}", f"gate {tier}\n{budget}", row, 0),
+                  Node(f"live_{tier}", f"live runs {tier}\n{shown or 'cells of ' + tier}"
+                       + (f"\n{live} live runs" if cells.height else ""), row, 1),
+                  Node(f"out_{tier}", f"outcomes {tier}", row, 2),
+                  Node(f"rec_{tier}", f"reconcile {tier}\n(spend vs plan)", row, 3)]
+        edges += [(prev, f"gate_{tier}"), (f"gate_{tier}", f"live_{tier}"),
+                  (f"live_{tier}", f"out_{tier}"), (f"out_{tier}", f"rec_{tier}")]
+        prev = f"rec_{tier}"
+        if tier == "T1":
+            nodes.append(Node("library", "decision library\n(from T1 answers)", row, 4))
+            edges.append(("rec_T1", "library"))
+    last = 3 + len(TIER_ROWS)
+    nodes += [Node("gather", "gather\noutcomes.parquet", last, 1),
+              Node("sensitivity", "sensitivity grid\n(saved ticks)", last, 2),
+              Node("paper", "paper/\n(tables, figures)", last, 3)]
+    edges += [(prev, "gather"), ("library", "gate_T2"), ("gather", "sensitivity"),
+              ("sensitivity", "paper")]
+    return nodes, edges
+
+
+def protocol_dag(plan: pl.DataFrame, mock_note: str | None, title: str):
+    nodes, edges = protocol_graph(plan)
+    plt = _pyplot()
+    by_key = {n.key: n for n in nodes}
+    rows = max(n.row for n in nodes) + 1
+    fig, ax = plt.subplots(figsize=(11, 0.95 * rows + 0.6))
+    dx, dy, w, h = 2.3, 1.0, 2.0, 0.72
+
+    def xy(n: Node) -> tuple[float, float]:
+        return n.col * dx, -n.row * dy
+
+    for a, b in edges:
+        (xa, ya), (xb, yb) = xy(by_key[a]), xy(by_key[b])
+        if ya == yb:  # along the row: side to side
+            start, end = (xa + w / 2, ya), (xb - w / 2, yb)
+        else:  # down: bottom to top
+            start, end = (xa, ya - h / 2), (xb, yb + h / 2)
+        ax.annotate("", xy=end, xytext=start,
+                    arrowprops={"arrowstyle": "-|>", "color": "0.3", "lw": 1.0,
+                                "shrinkA": 0, "shrinkB": 0})
+    for n in nodes:
+        x, y = xy(n)
+        live = n.key.startswith("live_") or n.key == "pilot_runs"
+        ax.add_patch(plt.Rectangle((x - w / 2, y - h / 2), w, h, facecolor="#fde9d9" if live
+                                   else "#eef3fb", edgecolor="#3465a4", lw=1))
+        ax.text(x, y, n.label, ha="center", va="center", fontsize=7.5)
+    for i, tier in enumerate(TIER_ROWS):
+        ax.text(-dx * 0.62, -(3 + i) * dy, tier, ha="right", va="center", fontsize=11,
+                fontweight="bold")
+    ax.set_xlim(-dx * 0.9, 4 * dx + w / 2 + 0.1)
+    ax.set_ylim(-(rows - 1) * dy - h, h)
+    ax.axis("off")
+    _title(fig, title + " (orange: paid live runs)", mock_note)
+    return fig

@@ -1,0 +1,33 @@
+"""The whole paper on mock answers before any spend: `snakemake paper` of
+rehearse_confirmatory on the real confirmatory design, the first two seeds of every cell
+(opt-in: `make test-rehearsal`; the full-size time is in bench/README.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from market_agents.analysis.catalog import ARTIFACTS
+from tests.support.workflow import smk
+
+pytestmark = [pytest.mark.slow, pytest.mark.rehearsal]
+
+
+def test_rehearsal_of_the_confirmatory_design_writes_the_whole_paper(workdir):
+    done = smk(workdir, "--cores", "2", "paper", "--config", "paper=rehearse_confirmatory",
+               "max_seeds=2", test_config=False, timeout=3000)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    summary = json.loads((workdir / "paper/paper.json").read_text())
+    assert summary["mock"] == "Mock-based rehearsal"
+    assert not (workdir / "results/runs/confirmatory").exists()  # nothing live was touched
+    tables = {a.name for a in ARTIFACTS if a.kind == "table"}
+    assert set(summary["tables"]) == tables, summary["skipped"]
+    figures = {a.name for a in ARTIFACTS if a.kind == "figure"} - {"price"}
+    assert figures <= set(summary["figures"]), summary["skipped"]
+    assert not [k for k in summary["skipped"] if not k.startswith("figures/price_")]
+    md = (workdir / "paper/tables/primary_estimates.md").read_text()
+    assert md.startswith("## [Mock-based rehearsal]") and "MOCK-BASED REHEARSAL" in md
+    assert "E5 (leverage_25 - leverage_0) - (share_25 - share_0)" in md
+    library = (workdir / "paper/tables/library.csv").read_text()
+    assert "arm (median of seed medians)" in library

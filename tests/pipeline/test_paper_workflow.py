@@ -1,0 +1,66 @@
+"""`snakemake paper` and its report on the tiny test designs, opened in real headless Chromium:
+every image loads, nothing logs an error, and the report embeds every table and figure of the
+paper with its caption."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.browser import Page, chromium
+from tests.support.workflow import smk
+
+IMAGES_LOAD = """Promise.all(Object.entries(results)
+  .filter(([k, r]) => r.mime_type.startsWith('image/'))
+  .map(([k, r]) => new Promise(done => { const i = new Image();
+     i.onload = () => done([k, i.naturalWidth > 0]); i.onerror = () => done([k, false]);
+     i.src = r.data_uri; })))"""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    import shutil
+
+    from tests.support import ROOT
+
+    workdir = tmp_path_factory.mktemp("paper_workflow")
+    shutil.copytree(ROOT / "config", workdir / "config")
+    done = smk(workdir, "--cores", "2", "paper", "--config", "paper=exploratory")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    report = smk(workdir, "--report", "paper/report.html", "paper", "--config",
+                 "paper=exploratory")
+    assert report.returncode == 0, (report.stdout + report.stderr)[-3000:]
+    return workdir
+
+
+def test_snakemake_paper_builds_the_free_designs_first_and_writes_the_paper(built):
+    summary = json.loads((built / "paper/paper.json").read_text())
+    assert summary["design"] == "exploratory" and summary["mock"]
+    assert (built / "results/runs/exploratory/outcomes.parquet").exists()
+    assert (built / "results/runs/sigma/outcomes.parquet").exists()
+    assert "control_sd" in summary["tables"] and "protocol_dag" in summary["figures"]
+    log = (built / "results/logs/paper.log").read_text()
+    assert "paper exploratory" in log and "tables" in log  # the progress display
+
+
+@pytest.mark.skipif(chromium() is None, reason="needs Debian's chromium (.ci/run installs it)")
+def test_index_and_report_open_in_headless_chromium(built):
+    summary = json.loads((built / "paper/paper.json").read_text())
+    with Page((built / "paper/index.html").as_uri()) as page:
+        images = page.images()
+        assert images["broken"] == [] and images["n"] == len(summary["figures"])
+        assert page.errors() == []
+        titles = page.evaluate("[...document.querySelectorAll('h2')].map(h => h.textContent)")
+        assert sum(t.startswith("Table: [Mock-based") for t in titles) == len(summary["tables"])
+    with Page((built / "paper/report.html").as_uri()) as page:
+        assert page.images()["broken"] == []
+        results = page.evaluate("Object.fromEntries(Object.entries(results).map(([k, r]) => "
+                                "[k, r.caption]))")
+        expected = {f"paper/tables/{t}.html" for t in summary["tables"]} | {
+            f"paper/figures/{f}.png" for f in summary["figures"]}
+        assert expected == set(results)  # every table and figure, and no raw parquet
+        assert all("MOCK-BASED" in c and len(c) > 200 for c in results.values())
+        loaded = page.evaluate(IMAGES_LOAD)
+        assert len(loaded) == len(summary["figures"]) and all(ok for _, ok in loaded)
+        assert page.errors() == []

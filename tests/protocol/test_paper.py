@@ -1,0 +1,163 @@
+"""The paper of a design from its saved files (``ma paper``, protocol §6) on the tiny test
+designs: every table and figure the design supports, the rest skipped with a reason; the same
+bytes twice; built again from the four parquet files and the manifests alone; a rehearsal marked
+mock-based everywhere; bad input named in one line."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import matplotlib.text
+import polars as pl
+import pytest
+
+from market_agents.analysis.catalog import ARTIFACTS
+from market_agents.cli import main
+from market_agents.protocol.design import load_design
+from market_agents.protocol.paper import Roles, load, make_paper
+from market_agents.protocol.steps import run_design, write_gather
+from market_agents.sim.rundir import MANIFEST_FILE, table_file
+from tests.support import ROOT
+
+KEEP = {table_file(t) for t in ("ticks", "trades", "llm_decisions")} | {MANIFEST_FILE}
+ROLES = Roles(confirmatory="confirmatory", sigma="sigma", pilot="pilot_openai",
+              control="share_0", usd_per_decision=0.0005)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """A scratch project with the tiny exploratory and sigma designs run, the tiny
+    confirmatory design and its pilot rehearsed on the mock."""
+    root = tmp_path_factory.mktemp("project")
+    shutil.copytree(ROOT / "config", root / "config")
+    designs = root / "config/test/designs"
+    for name, mock in (("exploratory", False), ("sigma", False), ("confirmatory", True),
+                       ("pilot_openai", True)):
+        design = load_design(designs / f"{name}.yaml")
+        run_design(design, mock=mock, root=root / "results", progress=False)
+        write_gather(design, mock=mock, root=root / "results")
+    return root
+
+
+def paper(project: Path, target: str, out: str) -> tuple[dict, Path]:
+    dest = project / out
+    summary = make_paper(target, dest, project / "config/test/designs", ROLES,
+                         project / "results", progress=False)
+    return summary, dest
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_exploratory_paper_writes_what_the_design_supports_and_says_why_not_the_rest(project):
+    summary, out = paper(project, "exploratory", "paper")
+    assert {"design_overview", "primary_estimates", "dose_response", "control_sd",
+            "sensitivity", "llm_behaviour", "model_mix",
+            "mechanism_activity"} <= set(summary["tables"])
+    assert {"dose_response", "price_share_0", "price_share_25", "outcome_distributions",
+            "spend", "protocol_dag"} <= set(summary["figures"])
+    names = {f"tables/{a.name}" for a in ARTIFACTS if a.kind == "table"} | {
+        f"figures/{a.name}" for a in ARTIFACTS if a.kind == "figure" and a.name != "price"}
+    written = {f"tables/{t}" for t in summary["tables"]} | {
+        f"figures/{f}" for f in summary["figures"]}
+    assert names - written == set(summary["skipped"]) - {"figures/price"}
+    assert all(summary["skipped"].values())
+    assert "needs both mini_25 and mini_25_equalusd" in summary["skipped"]["tables/fairness"]
+    for t in summary["tables"]:
+        for ext in ("csv", "md", "tex", "html"):
+            assert (out / "tables" / f"{t}.{ext}").stat().st_size > 0
+    for f in summary["figures"]:
+        assert (out / "figures" / f"{f}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (out / "figures" / f"{f}.pdf").read_bytes()[:5] == b"%PDF-"
+    estimates = pl.read_csv(out / "tables/primary_estimates.csv", comment_prefix="#")
+    assert set(estimates["cell"]) == {"share_25"} and estimates["n"].max() == 2
+    undefined = estimates.filter(pl.col("n") < 2)  # e.g. shocks after the tiny run's end
+    assert undefined["dropped"].str.contains("undefined in").all()
+    for name in ("model_cards.md", "deviations.md", "index.html"):
+        assert (out / name).stat().st_size > 0
+    cards = (out / "model_cards.md").read_text()
+    assert "## gpt-5.4-nano (mock)" in cards and "dates used: 20" in cards
+    assert "2026-10-27" in cards and "effort low, max output tokens 1024" in cards
+    deviations = (out / "deviations.md").read_text()
+    assert "53,388 decisions and 32.58 USD" in deviations and "`config/`" in deviations
+    assert ">= 3.11" in deviations and "No deviation has been logged" in deviations
+
+
+def test_two_invocations_give_the_same_bytes(project):
+    _, first = paper(project, "exploratory", "paper_a")
+    _, second = paper(project, "exploratory", "paper_b")
+    a, b = files(first), files(second)
+    assert a.keys() == b.keys()
+    assert [k for k in a if a[k] != b[k]] == []
+
+
+def test_the_paper_builds_from_the_four_parquet_files_and_the_manifests(project, tmp_path):
+    _, before = paper(project, "exploratory", "paper_full")
+    stripped = tmp_path / "project"
+    shutil.copytree(project / "config", stripped / "config")
+    shutil.copytree(project / "results", stripped / "results")
+    removed = 0
+    for f in sorted((stripped / "results").rglob("*")):
+        if f.is_file() and "seed" in f.parent.name and f.name not in KEEP:
+            f.unlink()
+            removed += 1
+        elif f.is_file() and f.name == "sensitivity.parquet":
+            f.unlink()
+    assert removed > 0
+    run = stripped / "results/runs/exploratory/share_25/seed0001"
+    assert {p.name for p in run.iterdir()} == KEEP
+    summary = make_paper("exploratory", stripped / "paper", stripped / "config/test/designs",
+                         ROLES, stripped / "results", progress=False)
+    assert summary["tables"] == json_list(before, "tables")
+    assert files(stripped / "paper/tables") == files(before / "tables")
+
+
+def json_list(folder: Path, key: str) -> list[str]:
+    import json
+
+    return json.loads((folder / "paper.json").read_text())[key]
+
+
+def test_a_rehearsal_is_marked_mock_based_in_every_title_and_caption(project):
+    data, texts, _ = load("rehearse_confirmatory", project / "config/test/designs", ROLES,
+                          project / "results")
+    from market_agents.analysis.paper import build
+
+    built = build(data, texts)
+    assert data.rehearsal and data.confirmatory and data.mock_note == "Mock-based rehearsal"
+    for name, (a, _frame) in built.tables.items():
+        assert built.title(a).startswith("[Mock-based rehearsal]"), name
+        assert built.caption(a).startswith("MOCK-BASED REHEARSAL"), name
+    for name, (_, fig, _) in built.figures.items():
+        text = " ".join(t.get_text() for t in fig.findobj(matplotlib.text.Text))
+        assert "Mock-based rehearsal" in text, name
+    assert "Mock-based rehearsal" in texts["model_cards.md"]
+    assert "pilot_diagnostics" in built.figures  # the rehearsed pilot
+    assert "rehearsed pilot" in data.mde_source
+    primary = built.tables["primary_estimates"][1]
+    assert primary.filter(pl.col("cell") == "share_25")["mde"].drop_nulls().len() > 0
+
+
+def test_cli_names_what_is_missing_in_one_line(project, capsys, tmp_path):
+    designs = str(project / "config/test/designs")
+    code = main(["paper", "--design", "pilot_openai", "--designs-dir", designs,
+                 "--results", str(tmp_path), "--out", str(tmp_path / "p"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err
+    assert "outcomes.parquet does not exist: run the design first" in err
+    assert "make paper DESIGN=rehearse_pilot_openai" in err
+    assert not (tmp_path / "p").exists()
+    assert main(["paper", "--design", "nope", "--designs-dir", designs]) == 2
+    assert "DESIGN=nope: no " in capsys.readouterr().err
+
+
+def test_help_lists_every_file(capsys):
+    with pytest.raises(SystemExit, match="0"):
+        main(["paper", "--help"])
+    out = capsys.readouterr().out
+    for a in ARTIFACTS:
+        assert a.title in out
+    assert "model_cards.md" in out and "index.html" in out and "rehearse_<design>" in out
