@@ -2,8 +2,13 @@
 # (market_agents.pipeline.workflow, unit-tested in tests/pipeline); the rules hold no logic.
 # Rules run `ma` as {MA}: the interpreter Snakemake runs in, activated or not.
 
+from market_agents.pipeline import holder
 from market_agents.pipeline.workflow import Workflow
 from market_agents.protocol.tiers import NO_TIER, TIER_PATTERN
+
+# One live invocation per directory; a killed one's lock is released by the next (README
+# "After a kill"; market_agents.pipeline.holder).
+holder.guard(workflow)
 
 W = Workflow(config)
 WF = W.config
