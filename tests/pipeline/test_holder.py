@@ -31,7 +31,7 @@ def _restore(monkeypatch):
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     yield
     while holder._HELD:
-        os.close(holder._HELD.pop())
+        os.close(holder._HELD.popitem()[1])
 
 
 def _holding(state: Path, target: str = "pilot") -> subprocess.Popen:
@@ -62,6 +62,8 @@ def test_a_free_directory_is_held_and_the_holder_recorded(tmp_path):
     assert (record.pid, record.host, record.target) == (os.getpid(), socket.gethostname(),
                                                         "pilot tier_T1")
     assert os.environ[TOKEN_ENV] == record.token
+    assert hold("pilot", state) is None  # held already by this very process: no clash
+    assert holder.read_holder(state / "holder.json") == record
 
 
 def test_a_live_holder_is_never_taken_over_and_is_named(tmp_path):
@@ -175,4 +177,4 @@ def test_whatever_holder_json_holds_the_check_never_crashes(tmp_path_factory, co
         assert holder.read_holder(state / "holder.json").pid == os.getpid()
     finally:
         while holder._HELD:
-            os.close(holder._HELD.pop())
+            os.close(holder._HELD.popitem()[1])

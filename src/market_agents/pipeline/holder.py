@@ -41,7 +41,7 @@ HOLDER_FILE = "holder.json"
 LOCKS_DIR = "locks"  # where Snakemake's file persistence keeps its lock files
 TOKEN_ENV = "MARKET_AGENTS_HOLDER"
 UNLOCK = "`snakemake --unlock` (or `make unlock`)"
-_HELD: list[int] = []  # descriptors holding a flock until this process ends
+_HELD: dict[Path, int] = {}  # holder file -> the descriptor whose flock lasts this process
 
 
 class DirectoryLocked(MarketAgentsError):
@@ -100,15 +100,18 @@ def hold(target: str, state_dir: Path = STATE_DIR) -> str | None:
             the jobs of a killed one still run; the message names it and what to do.
     """
     state_dir.mkdir(parents=True, exist_ok=True)
-    path = state_dir / HOLDER_FILE
+    path = (state_dir / HOLDER_FILE).resolve()
+    if path in _HELD:  # this process holds it already (a second flock here would clash)
+        return None
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise DirectoryLocked(f"{state_dir.resolve().parent} is in use by "
-                              f"{_live_holder(path).describe()}; wait for it to finish or stop "
-                              "it, then run the same command again") from None
+        holder = _live_holder(path)
+        who = holder.describe() if holder else f"another snakemake (unreadable {path})"
+        raise DirectoryLocked(f"{path.parent.parent} is in use by {who}; wait for it to "
+                              "finish or stop it, then run the same command again") from None
     except OSError as exc:  # e.g. a network filesystem without flock
         os.close(fd)
         return (f"cannot lock {path} ({exc.strerror}): a killed run's lock is not released "
@@ -124,12 +127,12 @@ def hold(target: str, state_dir: Path = STATE_DIR) -> str | None:
     os.ftruncate(fd, 0)
     os.pwrite(fd, (json.dumps(asdict(me), indent=1) + "\n").encode(), 0)
     os.fsync(fd)
-    _HELD.append(fd)
+    _HELD[path] = fd
     os.environ[TOKEN_ENV] = me.token  # inherited by every job this invocation starts
     return note
 
 
-def _live_holder(path: Path) -> Holder:
+def _live_holder(path: Path) -> Holder | None:
     """The record of the process holding the flock. It writes the record right after taking
     the lock, so for a moment the file may still name its dead predecessor: wait for it."""
     holder = None
@@ -138,7 +141,7 @@ def _live_holder(path: Path) -> Holder:
         if holder is not None and (holder.host != socket.gethostname() or _alive(holder.pid)):
             return holder
         time.sleep(0.05)
-    return holder or Holder(0, "?", "?", "?")
+    return holder
 
 
 def _release_if_stale(state_dir: Path, previous: Holder | None, host: str) -> str | None:
