@@ -108,7 +108,7 @@ dag: setup  ## results/dag/protocol.{svg,mmd} for the protocol appendix
 schema: setup  ## regenerate workflow/schemas/*.schema.json after changing a config model
 	$(VENV)/ma schema
 
-unlock: setup  ## after a killed run: release Snakemake's lock, then re-run the target
+unlock: setup  ## only when told to (a lock from another host, docs/resume.md): release it
 	$(SMK) --unlock $(TARGET)
 
 # The paper (paper/Makefile): tables, figures, model cards and deviations of DESIGN under paper/

@@ -4,8 +4,13 @@
 
 import os
 
+from market_agents.pipeline import holder
 from market_agents.pipeline.workflow import Workflow
 from market_agents.protocol.tiers import NO_TIER, TIER_PATTERN
+
+# One live invocation per directory; a killed one's lock is released by the next (README
+# "After a kill"; market_agents.pipeline.holder).
+holder.guard(workflow)
 
 W = Workflow(config)
 WF = W.config

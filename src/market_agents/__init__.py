@@ -6,7 +6,8 @@ checks it)::
 
     commands/ cli.py   `ma <command>`: argument parsing only, one module per command
     pipeline/          the Snakemake workflow's side: workflow config (the protocol's
-                       defaults), what the rules ask (workflow.py), DAG rendering, run contract
+                       defaults), what the rules ask (workflow.py), DAG rendering, run contract,
+                       one live invocation per directory (holder.py)
     protocol/          the experiment protocol: designs, planning, tiers, budget gate, freeze,
                        pilot, the steps of a design, the design registry
     analysis/          outcomes of a saved run (outcomes.py, FROZEN), scoring, statistics,

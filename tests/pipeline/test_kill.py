@@ -1,5 +1,6 @@
 """kill -9 (the whole process group) at 20 random moments of a small live Snakemake design,
-then resume (`--unlock` where needed): the only requests sent again are those in flight at the
+then resume by running the same command (the holder guard releases a dead run's lock,
+tests/pipeline/test_resume.py): the only requests sent again are those in flight at the
 kills, the gathered outcomes equal an uninterrupted run's except the columns that say how
 answers were served; then `--config replay=true` re-runs every live run from the cache with no
 key and no call. (The kill helpers: tests/sim/test_kill.py.)"""
@@ -59,12 +60,7 @@ def test_kill_a_small_live_design_at_random_moments_then_resume(tmp_path):
         while len(in_flight) < KILLS:
             proc = _smk(killed, api, GATHERED, start_new_session=True)
             assert kill_at_random_moment(proc, api, rng), "the design ended before 20 kills"
-            account(api, cache, in_flight)
-            if len(in_flight) == 1:  # Snakemake's lock outlives a kill -9: release it once
-                unlock = _smk(killed, api, "--unlock", GATHERED)
-                assert unlock.wait(300) == 0
-            else:  # ... and from then on the way --unlock does
-                shutil.rmtree(killed / ".snakemake/locks", ignore_errors=True)
+            account(api, cache, in_flight)  # the lock a kill -9 leaves: the next run frees it
         proc = _smk(killed, api, GATHERED)
         log, _ = proc.communicate(timeout=900)
         assert proc.returncode == 0, log[-3000:]

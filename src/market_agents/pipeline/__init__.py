@@ -1,3 +1,4 @@
 """The Snakemake workflow's side of the package: its config and the protocol's defaults
 (``workflow_config.py``), everything the rules ask (``workflow.py``), the DAG figure
-(``dagrender.py``) and the run contract of ``make run RUN_ID=…`` (``contract.py``)."""
+(``dagrender.py``), the run contract of ``make run RUN_ID=…`` (``contract.py``) and one live
+invocation per project directory, a killed one's lock released by the next (``holder.py``)."""
