@@ -24,7 +24,7 @@ rule rehearse_freeze:
     input:
         pilot=W.manifest("pilot", mock=True),
         design=W.design_file(WF.confirmatory),
-        sigma=W.gathered(WF.sigma),
+        sigma=W.gathered(WF.sigma, mock=True),
     output:
         freeze=W.manifest("freeze", mock=True),
     log:

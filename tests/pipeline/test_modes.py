@@ -47,7 +47,8 @@ def _seed_live_results(project: Path) -> None:
             '{"llm_usage": {"usd_spent": 0.01}}',
         "results/cache/pilot_openai.sqlite/cache.db": "paid answers",
         "results/manifests/pilot.json": '{"pass": true}',
-        "results/manifests/freeze.json": '{"design": "confirmatory"}',
+        "results/manifests/freeze.json": json.dumps(
+            {"design": "confirmatory", "equal_usd": {"share_25": {"usd_cap": 0.001}}}),
         "results/manifests/budget/pilot_openai_all.json": '{"approved": {}}',
         "results/manifests/spend/0123456789abcdef.json": json.dumps(
             {"kind": "bazaar", "out": "results/bazaar/eval/openai/m/micro", "planned_usd": 1.0,
@@ -124,5 +125,5 @@ def test_no_make_target_or_rule_deletes_live_results():
     # Snakemake rules run no removal; the freeze is protected; no rule outputs a cache.
     rules = "\n".join(p.read_text() for p in sorted((ROOT / "rules").glob("*.smk")))
     assert not re.search(r"\brm\s|rmtree|unlink", rules)
-    assert 'protected(report("results/manifests/freeze.json"' in rules
+    assert re.search(r'freeze=protected\(report\(W\.manifest\("freeze"\)', rules)
     assert not re.search(r'output:[^:]*results/cache', rules)

@@ -65,8 +65,14 @@ def _export(project, design, cell, name):
 def _freeze(project):
     pilot = project / "results/manifests/pilot.json"
     pilot.parent.mkdir(parents=True, exist_ok=True)
-    pilot.write_text(json.dumps({"pass": True, "criteria": {},
-                                 "sigma_d": {"share_25": {"n_pairs": 3, "volatility": 0.002}}}))
+    pilot.write_text(json.dumps({
+        "pass": True, "criteria": {},
+        "sigma_d": {"share_25": {"n_pairs": 3, "volatility": 0.002}},
+        "usd_per_run": {"share_25": {"mean_usd": 0.0123, "runs": 3, "models": ["gpt-5.4-nano"]}},
+        "tokens_per_decision": {"in": 700.0, "out": 200.0, "reasoning": 50.0}}))
+    # the freeze confirms the fundamentals on the sigma runs (issue 13)
+    sigma = _ma(project, "design", "config/test/designs/sigma.yaml", "--quiet")
+    assert sigma.returncode == 0, sigma.stderr
     done = _ma(project, "freeze", "create", DESIGN)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
@@ -185,7 +191,8 @@ def test_a_dirty_tree_is_refused_and_a_deviation_is_logged_once_and_carried(proj
 
 def test_real_confirmatory_design_changes_are_named(workdir):
     """Issue 11's reproduction on the protocol's design: a cell added to T4 and T5's usd_cap
-    lowered passed the old check; each is named now, and so is a changed price."""
+    lowered passed the old check; each is named now, and so is a changed price. (T5's cap is
+    the freeze's equal_usd record since issue 13: the change is a hand-set cap in its place.)"""
     path = workdir / "config/designs/confirmatory.yaml"
     facts = design_facts(load_design(path))
     frozen = {"config_hash": facts["config_hash"], "fingerprint": facts["fingerprint"],
@@ -195,8 +202,9 @@ def test_real_confirmatory_design_changes_are_named(workdir):
     path.write_text(path.read_text().replace(
         "  - name: poslimit_25\n",
         "  - {name: extra_0, tier: T4, n_seeds: 3, overrides: {population.llm_share: 0.0}}\n"
-        "  - name: poslimit_25\n").replace("population.llm.usd_cap: 0.3375",
-                                          "population.llm.usd_cap: 0.2"))
+        "  - name: poslimit_25\n").replace(
+        "    equal_usd_of: share_25\n    overrides:\n",
+        "    overrides:\n      population.llm.usd_cap: 0.2\n"))
     prices = workdir / "config/prices.yaml"
     prices.write_text(prices.read_text().replace("input: 0.20", "input: 0.10", 1))
     from market_agents.llm.pricing import _load
@@ -205,6 +213,7 @@ def test_real_confirmatory_design_changes_are_named(workdir):
     changed = mismatches(frozen, design_facts(load_design(path)), git)
     assert "cell extra_0 added (tier T4)" in changed
     assert any(c.startswith("cell mini_25_equalusd: config_hash changed") for c in changed)
+    assert "cell mini_25_equalusd: equal_usd_of changed (share_25 frozen, null now)" in changed
     assert any(c.startswith("design prices.gpt-5.4-") and ".input changed" in c
                for c in changed), changed
     assert mismatches(frozen, facts, {"commit": "d" * 40, "dirty": True}) == [

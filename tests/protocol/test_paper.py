@@ -31,12 +31,24 @@ def project(tmp_path_factory) -> Path:
     confirmatory design and its pilot rehearsed on the mock."""
     root = tmp_path_factory.mktemp("project")
     shutil.copytree(ROOT / "config", root / "config")
-    designs = root / "config/test/designs"
-    for name, mock in (("exploratory", False), ("sigma", False), ("confirmatory", True),
-                       ("pilot_openai", True)):
-        design = load_design(designs / f"{name}.yaml")
-        run_design(design, mock=mock, root=root / "results", progress=False)
-        write_gather(design, mock=mock, root=root / "results")
+    designs, results = root / "config/test/designs", root / "results"
+
+    def run(name: str, mock: bool) -> Path:
+        design = load_design(designs / f"{name}.yaml", results)
+        run_design(design, mock=mock, root=results, progress=False)
+        return write_gather(design, mock=mock, root=results)
+
+    run("exploratory", False)
+    run("sigma", False)
+    pilot = run("pilot_openai", True)
+    # T5's cap is read from the (rehearsal) freeze: rehearse the pilot's manifest and the
+    # freeze before the confirmatory design, as the workflow does.
+    manifests = results / "rehearsal/manifests"
+    assert main(["pilot", str(designs / "pilot_openai.yaml"), "--mock", "--outcomes", str(pilot),
+                 "--out", str(manifests / "pilot.json")]) == 0
+    assert main(["freeze", "create", str(designs / "confirmatory.yaml"), "--mock",
+                 "--results", str(results), "--sigma", str(designs / "sigma.yaml")]) == 0
+    run("confirmatory", True)
     return root
 
 

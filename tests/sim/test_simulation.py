@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from market_agents.config import Config, load_config
-from market_agents.llm.types import usage_summary
+from market_agents.llm.client import LLMClient
+from market_agents.llm.pricing import load_prices
 from market_agents.market.types import AssetView, MarketView
 from market_agents.sim.rundir import CHECKLIST_FIELDS, TABLES
 from market_agents.sim.runner import run_to_dir
@@ -34,7 +35,7 @@ def test_same_config_and_seed_give_identical_files(tmp_path, baseline_path):
     manifest = json.loads((a / "manifest.json").read_text())
     assert set(CHECKLIST_FIELDS) <= set(manifest)
     assert manifest["prompt_version"] is None and manifest["final_conservation_ok"] is True
-    assert manifest["llm_usage"] == usage_summary({}, {}) and manifest["llm_usage"]["usd"] == 0
+    assert manifest["llm_usage"] == LLMClient({}, load_prices()).usage_summary() and manifest["llm_usage"]["usd"] == 0
     table = manifest["price_assumptions"]["price_table"]
     assert table["source"] == "config/prices.yaml" and table["date"] >= "2026-10-27"
 

@@ -95,7 +95,7 @@ def _create(args: argparse.Namespace) -> int:
     freeze["repilot"] = repilot
     sigma = load_design(args.sigma or design.path.parent / "sigma.yaml", args.results)
     freeze.update(pilot_and_sigma_records(facts, design, sigma, pilot,
-                                          args.accept_unconfirmed_fundamentals))
+                                          args.accept_unconfirmed_fundamentals, args.mock))
     write_json_atomic(out, freeze)
     print(f"froze {design.name} at {freeze['git']['commit']} -> {out}")
     return 0

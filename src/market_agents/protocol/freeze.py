@@ -422,7 +422,8 @@ def token_profiles(pilot: dict[str, Any], models: list[str],
 
 
 def pilot_and_sigma_records(facts: dict[str, Any], design, sigma, pilot: dict[str, Any],
-                            accept_unconfirmed: bool = False) -> dict[str, Any]:
+                            accept_unconfirmed: bool = False,
+                            sigma_mock: bool = False) -> dict[str, Any]:
     """The freeze's fields that the pilot and the sigma runs fill in (the protocol's TBDs):
     ``equal_usd`` (§5.2 T5), ``fundamentals_check`` (§5.1) and ``token_profiles`` (§5.2).
 
@@ -432,12 +433,14 @@ def pilot_and_sigma_records(facts: dict[str, Any], design, sigma, pilot: dict[st
         sigma: the sigma design, whose runs (under its results root) are measured.
         pilot: the pilot manifest.
         accept_unconfirmed: freeze although the fundamentals miss their target (recorded).
+        sigma_mock: read the sigma runs of the rehearsal (a rehearsal's freeze never reads the
+            live roots).
 
     Raises: FreezeError when a measurement is missing or the fundamentals are unconfirmed.
     """
     runs = sigma.runs()
     check = fundamentals_check(
-        {seed: sigma.run_dir(cell, seed) for cell, seed in runs},
+        {seed: sigma.run_dir(cell, seed, sigma_mock) for cell, seed in runs},
         market_fundamentals(sigma.cell_config(runs[0][0])),
         market_fundamentals(base_config(design)))
     if not check["confirmed"]:
