@@ -182,7 +182,9 @@ def _resumed_from(log: Path, previous: int | None) -> None:
 @pytest.mark.slow
 def test_a_second_invocation_stops_at_once_naming_the_holder(tmp_path):
     project = _project(tmp_path / "p")
-    with FakeAPI(latency_s=0.01) as api, FakeAPI() as second_api:
+    # answers slow enough that the first invocation still runs while the second ones start
+    # (each Snakemake start takes seconds on a loaded machine)
+    with FakeAPI(latency_s=0.5) as api, FakeAPI() as second_api:
         first = _start(project, api, tmp_path / "first.log")
         _wait(first, lambda: _holds(project, first.pid) and len(api.requests) > 0,
               "the first invocation paying for a live run")

@@ -40,6 +40,7 @@ def project(tmp_path_factory) -> Path:
 
     run("exploratory", False)
     run("sigma", False)
+    run("sigma", True)  # what a rehearsal's freeze and paper read
     pilot = run("pilot_openai", True)
     # T5's cap is read from the (rehearsal) freeze: rehearse the pilot's manifest and the
     # freeze before the confirmatory design, as the workflow does.

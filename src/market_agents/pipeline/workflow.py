@@ -296,7 +296,7 @@ class Workflow:
         from market_agents.protocol.paper import parse_target
 
         name, rehearsal = parse_target(self.paper_target)
-        files = [self.design_file(name), self.gathered(self.config.sigma)]
+        files = [self.design_file(name), self.gathered(self.config.sigma, mock=rehearsal)]
         if rehearsal or not self.designs.live_tiers(name):
             files.append(self.gathered(name, mock=rehearsal))
         if rehearsal and self.config.pilot in self.designs.names():

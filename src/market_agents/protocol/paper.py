@@ -231,7 +231,8 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = RESULTS,
     read = read_runs(design, outcomes, rehearsal, root, progress)
     note = mock_note(design, rehearsal)
     plan = plan_frame(design)
-    sigma_path = design_dir(roles.sigma, False, root) / "outcomes.parquet"
+    # a rehearsal reads the rehearsed sigma runs: it never needs (or writes) the live roots
+    sigma_path = design_dir(roles.sigma, rehearsal, root) / "outcomes.parquet"
     pilot, pilot_outcomes, pilot_inputs = read_pilot(roles, rehearsal, root, designs_dir)
     mde, mde_source = read_mde(design, pilot, rehearsal, root)
     log = root / DEVIATIONS_LOG
