@@ -421,6 +421,21 @@ def token_profiles(pilot: dict[str, Any], models: list[str],
     return out
 
 
+def sigma_runs(sigma, mock: bool = False) -> list[tuple[str, int]]:
+    """The sigma runs the freeze measures: those of the design's gathered outcomes.parquet (the
+    stage that ran: every seed, or the first ``max_seeds`` of a small stage), else every run of
+    the design. Each one's ticks.parquet must exist (:func:`fundamentals_check`)."""
+    import polars as pl
+
+    from market_agents.protocol.design import outcomes_path
+
+    gathered = outcomes_path(sigma.name, mock, sigma.results)
+    if not gathered.exists():
+        return sigma.runs()
+    frame = pl.read_parquet(gathered, columns=["cell", "seed"])
+    return sorted((str(c), int(s)) for c, s in frame.iter_rows()) or sigma.runs()
+
+
 def pilot_and_sigma_records(facts: dict[str, Any], design, sigma, pilot: dict[str, Any],
                             accept_unconfirmed: bool = False,
                             sigma_mock: bool = False) -> dict[str, Any]:
@@ -438,7 +453,7 @@ def pilot_and_sigma_records(facts: dict[str, Any], design, sigma, pilot: dict[st
 
     Raises: FreezeError when a measurement is missing or the fundamentals are unconfirmed.
     """
-    runs = sigma.runs()
+    runs = sigma_runs(sigma, sigma_mock)
     check = fundamentals_check(
         {seed: sigma.run_dir(cell, seed, sigma_mock) for cell, seed in runs},
         market_fundamentals(sigma.cell_config(runs[0][0])),
