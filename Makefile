@@ -46,7 +46,7 @@ evaluate: setup
 test: setup
 	$(VENV)/pytest -n $(WORKERS)
 
-# Opt-in: the workflow on a one-node SLURM cluster on this machine (README "On a cluster").
+# Opt-in: the workflow on a one-node SLURM cluster on this machine (docs/cluster.md).
 # Needs root; installs Debian's slurmctld, slurmd, slurm-client and munge when missing.
 SLURM_PACKAGES := slurmctld slurmd slurm-client munge
 test-slurm: setup
@@ -89,7 +89,7 @@ demo-local-llm: setup
 clean:
 	rm -rf $(CLEANABLE)
 
-# --- the Snakemake workflow (Snakefile, rules/*.smk; README "Workflow") ---
+# --- the Snakemake workflow (Snakefile, rules/*.smk; docs/workflow.md) ---
 SMK := $(VENV)/snakemake
 TARGET ?= exploratory
 CORES ?= 2

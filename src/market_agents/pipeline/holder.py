@@ -1,5 +1,5 @@
 """One live workflow invocation per project directory, and the lock of a killed one released
-by itself (README "After a kill": run the same command again).
+by itself (docs/resume.md: after a kill, run the same command again).
 
 Snakemake guards a directory with lock files under ``.snakemake/locks/``. A hard stop (kill -9,
 an out-of-memory kill, a reboot, a preempted job) leaves them behind, and Snakemake cannot tell
