@@ -70,3 +70,12 @@ def test_the_data_flow_runs_from_config_to_paper():
     positions = [flow.find(step) for step in steps]
     where = dict(zip(steps, positions, strict=True))
     assert -1 not in positions and positions == sorted(positions), where
+
+
+def test_make_help_lists_every_phony_target():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8").replace("\\\n", " ")
+    phony = {name for line in re.findall(r"^\.PHONY:(.*)$", makefile, re.M)
+             for name in line.split()}
+    helped = set(re.findall(r"^([a-zA-Z][\w-]*):[^\n]*## ", makefile, re.M))
+    assert phony and phony <= helped, f"add a `## what it does` comment to {phony - helped}"
+    assert re.search(r"^\.DEFAULT_GOAL := help$", makefile, re.M)
