@@ -89,7 +89,7 @@ TASKS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
 
 
 def task_types(root: Path = Path(".")) -> dict[str, dict[str, str]]:
-    """name -> {input, description} of every task type ``.research/evaluation.json`` lists;
+    """Name -> {input, description} of every task type ``.research/evaluation.json`` lists;
     ConfigError when the file is missing or lists a type the code does not implement."""
     path = root / EVALUATION
     try:
@@ -109,7 +109,7 @@ def task_types(root: Path = Path(".")) -> dict[str, dict[str, str]]:
 
 
 def read_inputs(directory: Path) -> dict[str, tuple[str, Any]]:
-    """name -> (kind, data) of every file in ``eval_inputs/``."""
+    """Name -> (kind, data) of every file in ``eval_inputs/``."""
     if not directory.is_dir():
         raise ConfigError(f"{directory} does not exist: run `make run` first")
     out: dict[str, tuple[str, Any]] = {}

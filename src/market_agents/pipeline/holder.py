@@ -180,7 +180,7 @@ def _alive(pid: int) -> bool:
 
 
 def jobs_of(token: str, proc: Path = Path("/proc")) -> list[int]:
-    """pids of the processes (readable by this user) started under holder ``token``: their
+    """Pids of the processes (readable by this user) started under holder ``token``: their
     environment carries ``MARKET_AGENTS_HOLDER=token``. Empty where there is no ``/proc``."""
     needle = f"{TOKEN_ENV}={token}".encode()
     found = []

@@ -35,7 +35,7 @@ class RecordError(MarketAgentsError):
 
 
 def git(root: Path, *args: str) -> str | None:
-    """stdout of ``git args`` in ``root`` (stripped), None when git fails or is missing."""
+    """Stdout of ``git args`` in ``root`` (stripped), None when git fails or is missing."""
     try:
         done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
                               timeout=30)

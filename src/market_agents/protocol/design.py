@@ -269,8 +269,25 @@ def freeze_path(mock: bool = False, root: Path | str = RESULTS) -> Path:
 
 
 def load_design(path: str | Path, results: Path | str = RESULTS) -> Design:
-    """Load and validate a design file; ``results`` is the results root its equal-USD cells
-    read the freeze from."""
+    """Load a design file and validate it in full before anything runs.
+
+    Args:
+        path: the design YAML (``config/designs/*.yaml``): a base config, design-level
+            overrides, cells (dotted overrides + seeds, optionally a tier) and a budget.
+        results: the results root whose freeze the equal-USD cells read their cap from.
+
+    Returns:
+        The :class:`Design`: its cells in file order, each with its seeds and tier.
+
+    Raises:
+        ConfigError: a malformed file, an unknown override key, a duplicated cell, an empty
+            seed list, budgets that do not add up, a live model without a price, or (for an
+            equal-USD cell) a freeze without its cap; the message names the file and key.
+
+    Protocol:
+        Run protocol §3 (Phase 5a exploratory, sigma), §4 (pilot) and §5.1-§5.2 (the
+        confirmatory base, cells, tiers and budget).
+    """
     path = Path(path)
     raw = read_yaml(path)
     try:

@@ -267,8 +267,33 @@ def simulate(config: Config, seed: int, cache_path: str | Path | None = None,
              progress: bool | None = None,
              expected: dict[tuple[int, int], str | None] | None = None,
              expected_from: str = "") -> dict[str, Any]:
-    """Run one simulation and return its tables. ``expected``: the answer hashes per (tick,
-    slot) of a run this one must reproduce (see :class:`LLMTraderPool`)."""
+    """Run one simulation in memory and return its tables (nothing is written).
+
+    Args:
+        config: the validated simulation config.
+        seed: the run seed, 0 .. 2**32 - 1; named streams are spawned from it
+            (:mod:`market_agents.rng`), so an LLM slot changes that slot's decisions only.
+        cache_path: the LLM response cache directory, or None.
+        progress: show a progress bar (None: only on a terminal).
+        expected: the answer hashes per (tick, slot) of a run this one must reproduce (see
+            :class:`~market_agents.agents.llm_trader.LLMTraderPool`), or None.
+        expected_from: where ``expected`` came from, for the error message.
+
+    Returns:
+        ``{"ticks", "trades", "orders", "agents", "llm_decisions"}``: polars DataFrames with
+        the schemas of :data:`market_agents.sim.rundir.SCHEMAS` (ticks: one row per tick and
+        asset, ``simulation.ticks × n_assets`` rows), and ``"summary"``: the manifest's run
+        fields (conservation, halts, rejects, margin calls, LLM usage and activity).
+
+    Raises:
+        RunFailed: the LLM failures passed ``population.llm.max_failure_rate``.
+        ReplayMismatch: an answer differs from ``expected``.
+        CacheError: the cache is damaged, or a replay misses an answer.
+
+    Protocol:
+        Run protocol §6 (same config + seed + cache: byte-identical tables) and §3
+        (information parity: every trader, classical or LLM, sees V^pub only).
+    """
     run = Run(config, seed, cache_path, progress, expected, expected_from)
     try:
         return run.execute()
