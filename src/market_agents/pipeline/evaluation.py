@@ -125,6 +125,7 @@ def evaluate(run_id: str, tasks: list[str], control: str, inputs_dir: Path) -> d
     """metrics.json of a run: for each input, the result of each task type of its kind.
 
     Args:
+        run_id: the run contract's run id (``config/run/<run_id>.yaml``), for messages.
         tasks: the task types to score (the run config's ``tasks:``, else every listed type).
         control: the control cell of the outcome tasks.
         inputs_dir: the run's ``eval_inputs/``.
@@ -172,6 +173,7 @@ def report(run: dict[str, Any], metrics: dict[str, Any], inputs: dict[str, str],
 
     Args:
         run: run.json (run id, mode, target, commit, execution id).
+        metrics: metrics.json (:func:`evaluate`).
         inputs: eval input file name -> sha256.
         types: the task types' descriptions (:func:`task_types`).
     """

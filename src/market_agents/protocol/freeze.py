@@ -378,6 +378,8 @@ def fundamentals_check(run_dirs: dict[int, Path], fundamentals: dict[str, Any],
             "shocks": …}``); they must be the confirmatory base's (``confirmatory``), or the
             measurement confirms nothing.
         confirmatory: the confirmatory base's fundamentals block and shocks.
+        target: the target SD of V^pub/V − 1 (default 0.005: the protocol's ≈ 0.5 %).
+        tolerance: the relative tolerance around ``target`` (default 0.25: 25 %).
 
     Raises: FreezeError when the blocks differ or a run's ticks are missing.
     """
