@@ -24,6 +24,7 @@ from market_agents.sim import rundir
 
 
 def git_revision() -> str:
+    """The commit of the package's checkout (``git rev-parse HEAD``), or ``unknown``."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=5, cwd=Path(__file__).resolve().parent)
@@ -33,6 +34,7 @@ def git_revision() -> str:
 
 
 def package_version() -> str:
+    """The installed version of market_agents, or ``unknown``."""
     try:
         return version("market_agents")
     except PackageNotFoundError:
