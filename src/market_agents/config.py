@@ -40,6 +40,7 @@ class SimulationConfig(Strict):
     """``simulation``: the run's length in ticks, the burn-in, how often traders decide, and
     how many recent prices they see.
     """
+
     ticks: int = Field(default=600, ge=10, le=MAX_TICKS)
     burn_in: int = Field(default=50, ge=0, le=MAX_TICKS)
     decision_interval: int = Field(default=20, ge=1, le=MAX_TICKS)
@@ -93,6 +94,7 @@ class ExchangeConfig(Strict):
     """``exchange``: the matching mechanism (continuous book or call auction), tick size,
     order lifetime, circuit breaker, position limits and leverage rules.
     """
+
     mechanism: Literal["book", "call_auction"] = "book"
     auction_interval: int = Field(default=5, ge=1, le=MAX_TICKS,
                                   description="ticks between call auctions")
@@ -133,6 +135,7 @@ class PopulationConfig(Strict):
     """``population``: the number of traders and market makers, the classical mix, the share
     of LLM traders and their settings (``population.llm``), and the initial endowments.
     """
+
     n_traders: int = Field(default=100, ge=2, le=MAX_TRADERS)
     n_market_makers: int = Field(default=5, ge=1)
     llm_share: float = Field(default=0.0, ge=0, le=1)
@@ -175,6 +178,7 @@ class Shock(Strict):
     """A scheduled shock: a ``fundamental_jump`` of ``size`` at ``time`` (announced at once),
     or a ``placebo`` (logged, moves nothing).
     """
+
     time: int = Field(ge=0)
     kind: Literal["fundamental_jump", "placebo"]
     size: float = 0.0
@@ -185,6 +189,7 @@ class Config(Strict):
     """The simulation config of one run: every key has a default (``config/baseline.yaml``
     spells them out); unknown keys are refused. Hashed for provenance (:func:`config_hash`).
     """
+
     simulation: SimulationConfig = Field(default_factory=SimulationConfig)
     fundamentals: FundamentalsConfig = Field(default_factory=FundamentalsConfig)
     exchange: ExchangeConfig = Field(default_factory=ExchangeConfig)

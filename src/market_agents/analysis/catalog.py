@@ -25,6 +25,7 @@ class Artifact:
     """One table or figure of the paper: its file name, kind (``table`` or ``figure``), title
     and caption.
     """
+
     name: str
     kind: str  # "table" or "figure"
     title: str

@@ -226,6 +226,7 @@ def spend(overview: pl.DataFrame, mock_note: str | None, title: str):
 @dataclass(frozen=True)
 class Node:
     """A box of the protocol DAG figure: its key, label and grid position (row, column)."""
+
     key: str
     label: str
     row: int

@@ -29,6 +29,7 @@ class CellSpec(Strict):
     """A cell as written in a design file: name, tier, seeds (a list, a range string or the
     first ``n_seeds`` of the design's seed pool), dotted overrides and treatment labels.
     """
+
     name: str = Field(pattern=r"^[A-Za-z0-9_]+$")
     tier: str | None = None
     seeds: list[int] | str | None = None
@@ -54,6 +55,7 @@ class Planning(Strict):
 
 class BudgetSpec(Strict):
     """A design's ``budget``: the project or pilot cap, USD per tier, and reserved USD."""
+
     cap_usd: float | None = Field(default=None, ge=0, description="project or pilot cap")
     tiers: dict[str, USD] = Field(default_factory=dict, description="USD per tier")
     reserved_usd: dict[str, USD] = Field(default_factory=dict, description="e.g. pilot")
@@ -64,6 +66,7 @@ class DesignSpec(Strict):
     design-level overrides, treatment, cells, planning and budget. :func:`load_design` turns it
     into a :class:`Design`.
     """
+
     name: str | None = None
     description: str = ""
     base: str = "../baseline.yaml"
@@ -115,6 +118,7 @@ class Cell:
     """A validated cell: its name, tier, seeds (in order of use), overrides and treatment, and
     why it cannot run (``unavailable``) when it cannot.
     """
+
     name: str
     tier: str | None
     seeds: list[int]
@@ -129,6 +133,7 @@ class Design:
     """A loaded, validated design (:func:`load_design`): its cells, base config, overrides,
     planning settings and budget.
     """
+
     name: str
     path: Path
     cells: dict[str, Cell]

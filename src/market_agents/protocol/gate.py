@@ -29,6 +29,7 @@ class Caps:
     gating the pilot), the project cap and what the project has spent, the tolerance over
     plan that triggers the order of sacrifice, and T1's seed floor (Run protocol §5.3).
     """
+
     tier_budget_usd: float | None  # None: the design sets no budget for this tier
     pilot_cap_usd: float | None  # set only when gating the pilot design
     project_cap_usd: float

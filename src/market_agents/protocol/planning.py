@@ -52,6 +52,7 @@ class CellPlan:
     planning rate and at the price-table rate, and its per-run cap; ``decisions`` and ``usd``
     are over the cell's seeds.
     """
+
     cell: str
     tier: str | None
     seeds: list[int]

@@ -34,6 +34,7 @@ class Population:
     """Who sits in each trader slot: its classical type, which slots are LLM traders, and
     each slot's activation phase (shape ``(n_traders,)``, in 0..decision_interval-1).
     """
+
     types: tuple[str, ...]  # classical type of every slot (what it is when it is not an LLM)
     llm_slots: tuple[int, ...]
     phases: np.ndarray  # activation phase of every slot, in 0..decision_interval-1
