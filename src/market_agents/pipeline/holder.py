@@ -70,6 +70,7 @@ class Holder:
         return f"{self.host}:{self.pid}:{self.started}"
 
     def describe(self) -> str:
+        """The holder in words, for the message that refuses a second invocation."""
         return (f"snakemake pid {self.pid} on host {self.host} (started {self.started}, "
                 f"target {self.target})")
 

@@ -133,6 +133,7 @@ def declare(run_id: str, stage: str, claim: str, run_config: str, config_hash: s
 
 
 def find(runs: list[dict[str, Any]], run_id: str) -> dict[str, Any] | None:
+    """The entry of ``run_id`` in the record's runs, or None."""
     return next((e for e in runs if e["run_id"] == run_id), None)
 
 
