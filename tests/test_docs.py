@@ -79,3 +79,15 @@ def test_make_help_lists_every_phony_target():
     helped = set(re.findall(r"^([a-zA-Z][\w-]*):[^\n]*## ", makefile, re.M))
     assert phony and phony <= helped, f"add a `## what it does` comment to {phony - helped}"
     assert re.search(r"^\.DEFAULT_GOAL := help$", makefile, re.M)
+
+
+def test_docstring_rules_are_on_for_the_package_and_every_exemption_names_a_file():
+    import tomllib
+
+    lint = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]
+    lint = lint["lint"]
+    assert "D" in lint["select"] and lint["pydocstyle"]["convention"] == "google"
+    for pattern, codes in lint["per-file-ignores"].items():
+        if pattern.startswith("src/"):
+            assert (ROOT / pattern).is_file(), f"a docstring exemption for a missing {pattern}"
+            assert codes == ["D1"], f"{pattern}: exempt from missing docstrings (D1) only"
