@@ -91,3 +91,14 @@ def test_docstring_rules_are_on_for_the_package_and_every_exemption_names_a_file
         if pattern.startswith("src/"):
             assert (ROOT / pattern).is_file(), f"a docstring exemption for a missing {pattern}"
             assert codes == ["D1"], f"{pattern}: exempt from missing docstrings (D1) only"
+
+
+def test_every_repository_path_the_docs_name_exists():
+    # Paths in backticks under the committed folders (generated outputs such as results/ and
+    # paper/ are not checked); a path may be given from the package root (``sim/rundir.py``).
+    pages = [README, *sorted((ROOT / "docs").glob("*.md"))]
+    path = re.compile(r"`((?:tests|src|bench|config|rules|workflow)/[\w./-]+)`")
+    missing = [f"{page.name}: {p}" for page in pages
+               for p in (m.rstrip(".") for m in path.findall(page.read_text(encoding="utf-8")))
+               if not (ROOT / p).exists() and not (PKG / p).exists()]
+    assert not missing, missing
