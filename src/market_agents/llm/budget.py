@@ -28,7 +28,8 @@ class Budget:
     """The runtime caps of one run: the run's USD cap, per-route caps, per-agent decision caps.
 
     One per run, shared by every call of the run's :class:`~market_agents.llm.client.LLMClient`
-    (budget first, then cache, provider, price, store). Amounts are USD of *priced* cost.
+    (cache look-up, then this budget's reservation, claim, provider, price, store, and
+    this budget's settlement). Amounts are USD of *priced* cost.
 
     Attributes:
         usd_cap: the run cap in USD (``population.llm.usd_cap``); None: no run cap.

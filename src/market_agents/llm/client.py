@@ -1,6 +1,7 @@
-"""One client in front of every provider: cache (and a claim on the request, so no other
-process pays for it) → budget reservation of the call's worst case → provider (bounded
-retries) → store the answer at once → price → settle the reservation.
+"""One client in front of every provider: cache look-up → budget reservation of the call's
+worst case → a claim on the request in the cache (so no other process pays for it) → provider
+(bounded retries) → price → store the answer at once → settle the reservation (the steps are
+listed on :class:`LLMClient`).
 
 ``complete_many`` sends a batch concurrently (bounded globally and per route) and returns
 results in input order. Budget admission runs in input order before the batch and charges in
