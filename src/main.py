@@ -13,6 +13,16 @@ from market_agents.pipeline.contract import MODES, SANITY_LINE, execute, load_ru
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m src.main``: check the run may start, run its Snakemake target and write
+    its ``eval_inputs/``.
+
+    Args:
+        argv: ``--run-id RUN_ID [--mode sanity|pilot|full] [--workdir DIR]``.
+
+    Returns:
+        The exit code: 0, or 2 with one line on stderr (and the sanity FAIL line in a sanity
+        run) when the run is refused or fails.
+    """
     p = argparse.ArgumentParser(prog="python -m src.main", description=__doc__)
     p.add_argument("--run-id", required=True, help="config/run/<run_id>.yaml")
     p.add_argument("--mode", default="sanity", choices=MODES)

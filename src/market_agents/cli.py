@@ -46,6 +46,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``ma`` command: parse ``argv`` and run one subcommand.
+
+    Args:
+        argv: the arguments after ``ma`` (default ``sys.argv[1:]``).
+
+    Returns:
+        The subcommand's exit code; 2 for a :class:`MarketAgentsError` or an ``OSError``
+        (one line on stderr naming the command, never a traceback); 130 on Ctrl-C.
+    """
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)

@@ -37,6 +37,10 @@ MAX_TRADER_TICKS = 60_000_000
 
 
 class SimulationConfig(Strict):
+    """``simulation``: the run's length in ticks, the burn-in, how often traders decide, and
+    how many recent prices they see.
+    """
+
     ticks: int = Field(default=600, ge=10, le=MAX_TICKS)
     burn_in: int = Field(default=50, ge=0, le=MAX_TICKS)
     decision_interval: int = Field(default=20, ge=1, le=MAX_TICKS)
@@ -87,6 +91,10 @@ class FundamentalsConfig(Strict):
 
 
 class ExchangeConfig(Strict):
+    """``exchange``: the matching mechanism (continuous book or call auction), tick size,
+    order lifetime, circuit breaker, position limits and leverage rules.
+    """
+
     mechanism: Literal["book", "call_auction"] = "book"
     auction_interval: int = Field(default=5, ge=1, le=MAX_TICKS,
                                   description="ticks between call auctions")
@@ -124,6 +132,10 @@ ClassicalType = Literal["fundamentalist", "trend", "noise", "leveraged", "statar
 
 
 class PopulationConfig(Strict):
+    """``population``: the number of traders and market makers, the classical mix, the share
+    of LLM traders and their settings (``population.llm``), and the initial endowments.
+    """
+
     n_traders: int = Field(default=100, ge=2, le=MAX_TRADERS)
     n_market_makers: int = Field(default=5, ge=1)
     llm_share: float = Field(default=0.0, ge=0, le=1)
@@ -163,6 +175,10 @@ class PopulationConfig(Strict):
 
 
 class Shock(Strict):
+    """A scheduled shock: a ``fundamental_jump`` of ``size`` at ``time`` (announced at once),
+    or a ``placebo`` (logged, moves nothing).
+    """
+
     time: int = Field(ge=0)
     kind: Literal["fundamental_jump", "placebo"]
     size: float = 0.0
@@ -170,6 +186,10 @@ class Shock(Strict):
 
 
 class Config(Strict):
+    """The simulation config of one run: every key has a default (``config/baseline.yaml``
+    spells them out); unknown keys are refused. Hashed for provenance (:func:`config_hash`).
+    """
+
     simulation: SimulationConfig = Field(default_factory=SimulationConfig)
     fundamentals: FundamentalsConfig = Field(default_factory=FundamentalsConfig)
     exchange: ExchangeConfig = Field(default_factory=ExchangeConfig)
@@ -271,6 +291,18 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any], where: str)
 
 
 def validate(data: dict[str, Any], where: str) -> Config:
+    """Validate a config mapping.
+
+    Args:
+        data: the mapping, as read from YAML.
+        where: the file (or argument) it came from, for the message.
+
+    Returns:
+        The :class:`Config`.
+
+    Raises:
+        ConfigError: one line naming ``where`` and the key path.
+    """
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
@@ -278,20 +310,42 @@ def validate(data: dict[str, Any], where: str) -> Config:
 
 
 def load_config(path: str | Path, sets: list[str] | None = None) -> Config:
+    """Read a config YAML and apply ``--set`` overrides (docs/inputs.md).
+
+    Args:
+        path: the config file, e.g. ``config/baseline.yaml``.
+        sets: ``KEY=VALUE`` overrides, VALUE in YAML (e.g. ``exchange.halt_threshold=0.05``).
+
+    Returns:
+        The validated :class:`Config`.
+
+    Raises:
+        ConfigError: a malformed or non-UTF-8 file, a duplicated or unknown key, a value out
+            of range; the message names the file and key path.
+    """
     data = read_yaml(path)
     overrides = parse_sets(sets or [])
     return validate(apply_overrides(data, overrides, str(path)), str(path))
 
 
 def config_hash(config: Config) -> str:
+    """The SHA-256 (hex) of the config's canonical JSON: manifest.json's ``config_hash``
+    (Run protocol §6).
+    """
     return hashlib.sha256(canonical_json(config.model_dump(mode="json")).encode()).hexdigest()
 
 
 def dump_yaml(config: Config) -> str:
+    """The resolved config as YAML (a run directory's config.yaml)."""
     return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
 
 
 def check_seed(seed: int) -> int:
+    """Return ``seed`` when it is in 0..2**32 - 1.
+
+    Raises:
+        ConfigError: the seed is out of range.
+    """
     if not 0 <= seed <= MAX_SEED:
         raise ConfigError(f"--seed {seed}: must be in 0..{MAX_SEED}")
     return seed

@@ -31,10 +31,15 @@ class Streams:
         self.seed = int(seed)
 
     def sequence(self, *name: str | int) -> np.random.SeedSequence:
+        """The seed sequence of the stream ``name`` (a path of names and numbers)."""
         return np.random.SeedSequence(entropy=self.seed, spawn_key=_key(name))
 
     def generator(self, *name: str | int) -> np.random.Generator:
+        """A PCG64 generator of the stream ``name``: the same seed and name always give the
+        same draws.
+        """
         return np.random.Generator(np.random.PCG64(self.sequence(*name)))
 
     def agent(self, slot: int) -> np.random.Generator:
+        """Slot ``slot``'s private generator."""
         return self.generator("agent", slot)

@@ -1,6 +1,6 @@
 """Leverage that binds: leveraged trend followers use their leverage, the margin rule liquidates
 accounts below maintenance, and on the confirmatory base margin calls follow the shock (the E5
-amplification channel; calibration in README "Leverage and margin calls")."""
+amplification channel; calibration in docs/mechanisms.md, "Leverage and margin calls")."""
 
 from __future__ import annotations
 

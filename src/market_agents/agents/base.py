@@ -14,6 +14,10 @@ from market_agents.market.types import Cancel, MarketView, Order
 
 
 class Trader(ABC):
+    """A trader in one slot, with its own random stream; it decides from a
+    :class:`MarketView` on its activation schedule (market makers every tick).
+    """
+
     kind: str = "trader"
     leverage: float = 1.0
     every_tick: bool = False  # market makers quote each tick; the rest follow the schedule
@@ -23,4 +27,5 @@ class Trader(ABC):
         self.rng = rng
 
     @abstractmethod
-    def decide(self, view: MarketView) -> list[Order | Cancel]: ...
+    def decide(self, view: MarketView) -> list[Order | Cancel]:
+        """The trader's orders and cancels for this decision, from what it sees (V^pub only)."""

@@ -35,6 +35,7 @@ def withdraw(view: MarketView) -> list[Order | Cancel]:
 
 
 def ref_price(a: AssetView) -> float:
+    """The asset's reference price: its mid, else its last trade."""
     return a.mid_price if a.mid_price > 0 else a.last_price
 
 
@@ -58,6 +59,7 @@ class MarketMaker(Trader):
         self.news_since_trade: dict[int, float] = {}
 
     def decide(self, view: MarketView) -> list[Order | Cancel]:
+        """Cancel the old quotes and quote both sides around the reference price."""
         out = withdraw(view)
         for a in view.assets:
             if a.halted:
@@ -100,6 +102,8 @@ class Fundamentalist(Trader):
         self.max_qty = int(rng.integers(4, 12))
 
     def decide(self, view: MarketView) -> list[Order | Cancel]:
+        """Buy below V^pub, sell above it, more the larger the gap; else rest a passive order
+        on the side of value."""
         out = withdraw(view)
         for a in view.assets:
             if a.halted:
@@ -133,6 +137,9 @@ class TrendFollower(Trader):
         self.slippage = rng.uniform(0.002, 0.006)
 
     def signal(self, a: AssetView) -> int:
+        """+1 (buy) after a rise over ``lookback`` ticks past ``threshold``, -1 after a fall,
+        else 0.
+        """
         p = a.recent_prices
         if len(p) <= self.lookback:
             return 0
@@ -140,6 +147,7 @@ class TrendFollower(Trader):
         return BUY if move > self.threshold else SELL if move < -self.threshold else 0
 
     def decide(self, view: MarketView) -> list[Order | Cancel]:
+        """Trade in the direction of :meth:`signal`, slightly through the reference price."""
         out = withdraw(view)
         for a in view.assets:
             side = self.signal(a)
@@ -161,6 +169,8 @@ class NoiseTrader(Trader):
         self.max_qty = int(rng.integers(2, 8))
 
     def decide(self, view: MarketView) -> list[Order | Cancel]:
+        """A random side and quantity: a limit order near the reference price, or now and then
+        an aggressive one."""
         out = withdraw(view)
         for a in view.assets:
             # Draw the same variates whether or not the market is halted, so the draws of
@@ -204,6 +214,8 @@ class LeveragedTrader(Trader):
         self.max_shares: int | None = None  # set at the first decision from starting equity
 
     def decide(self, view: MarketView) -> list[Order | Cancel]:
+        """Target a leveraged position on the side of a strong trend signal, and hold it until
+        an opposite strong signal."""
         out = withdraw(view)
         exposure = self.use * self.leverage * max(view.wealth, 0.0) / len(view.assets)
         if self.max_shares is None:
@@ -237,6 +249,7 @@ class StatArb(Trader):
         self.qty = int(rng.integers(2, 6))
 
     def decide(self, view: MarketView) -> list[Order | Cancel]:
+        """Sell the rich leg and buy the cheap one when the two assets' value gaps diverge."""
         out = withdraw(view)
         if len(view.assets) < 2 or any(a.halted for a in view.assets[:2]):
             return out

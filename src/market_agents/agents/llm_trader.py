@@ -64,6 +64,9 @@ def view_snapshot(view: MarketView) -> dict[str, Any]:
 
 
 def pick(shares: list[float], u: float) -> int:
+    """The index ``u`` (uniform in [0, 1)) falls on when ``shares`` (non-negative, any
+    total) split [0, 1).
+    """
     total, acc = sum(shares), 0.0
     for i, s in enumerate(shares):
         acc += s / total
@@ -132,6 +135,11 @@ def split_models(slots: list[int], models: list[str], streams: streams_mod.Strea
 
 
 class LLMTraderPool:
+    """The LLM traders of one run: assigns each LLM slot a route, model and prompt, asks the
+    :class:`LLMClient` for every decision due at a tick in one batch (or replays the frozen
+    library), parses answers into orders, and records one row per decision opportunity.
+    """
+
     def __init__(self, config, streams: streams_mod.Streams, slots: list[int],
                  cache_path: str | Path | None, client: LLMClient | None = None,
                  expected: dict[tuple[int, int], str | None] | None = None,
@@ -204,6 +212,9 @@ class LLMTraderPool:
     # --- per tick -------------------------------------------------------------------------
 
     def request(self, tick: int, view: MarketView) -> LLMRequest:
+        """The LLM request of ``view.slot`` at ``tick``: its prompt (with memory and channel
+        sections when on), schema, model and caps.
+        """
         slot = view.slot
         a = self.assignment[slot]
         memory = None
@@ -242,6 +253,19 @@ class LLMTraderPool:
         )
 
     def decide(self, tick: int, views: dict[int, MarketView]) -> dict[int, list[Order | Cancel]]:
+        """The orders of every LLM slot deciding at ``tick``, from one batch of requests.
+
+        Args:
+            tick: the market tick.
+            views: slot -> what it sees.
+
+        Returns:
+            Slot -> its orders and cancels (none for an invalid answer, a failure or a hold).
+
+        Raises:
+            ReplayMismatch: an answer differs from the run this one must reproduce.
+            RunFailed: failures passed ``max_failure_rate``.
+        """
         slots = sorted(views)
         if self.library is not None:
             return self._replay(tick, slots, views)
@@ -389,9 +413,13 @@ class LLMTraderPool:
     # --- after the run --------------------------------------------------------------------
 
     def records(self) -> list[dict[str, Any]]:
+        """The rows of llm_decisions.parquet, one per decision opportunity."""
         return list(self.rows)
 
     def manifest(self) -> dict[str, Any]:
+        """The LLM fields of manifest.json: usage, prompt version, structured output, price
+        assumptions, slots (and the library's distances in a replay).
+        """
         if self.library is not None:
             from market_agents.llm.pricing import load_prices
 
@@ -420,5 +448,6 @@ class LLMTraderPool:
         }
 
     def close(self) -> None:
+        """Close the LLM client (and its cache)."""
         if self.client is not None:
             self.client.close()

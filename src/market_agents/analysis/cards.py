@@ -82,6 +82,8 @@ def model_cards_md(uses: pl.DataFrame, prices: dict[str, Any], hashes: dict[str,
         prices: ``config/prices.yaml`` as a dict (``models`` -> rows with date and source).
         hashes: ``prompting.py`` and ``schema.py`` SHA-256 (``prompt``, ``schema``) and
             ``schema_json`` (SHA-256 of the decision schema's canonical JSON).
+        mock_note: when set (a rehearsal), a bold line saying the mock answered under these
+            model ids, priced as live; None for live answers.
     """
     lines = ["# Model cards", ""]
     if mock_note:

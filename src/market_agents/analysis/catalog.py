@@ -22,6 +22,10 @@ EST = ("Estimator (pre-registered): the mean over seeds of the paired difference
 
 @dataclass(frozen=True)
 class Artifact:
+    """One table or figure of the paper: its file name, kind (``table`` or ``figure``), title
+    and caption.
+    """
+
     name: str
     kind: str  # "table" or "figure"
     title: str

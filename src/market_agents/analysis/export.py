@@ -37,10 +37,14 @@ class Paper:
     inputs: list[str] = field(default_factory=list)
 
     def title(self, a: Artifact, title: str | None = None) -> str:
+        """The artifact's title, marked with the mock note in a rehearsal."""
         t = title or a.title
         return f"[{self.mock_note}] {t}" if self.mock_note else t
 
     def caption(self, a: Artifact) -> str:
+        """The artifact's caption, naming the design, and saying first, in a rehearsal, that every
+        LLM answer behind it comes from the mock.
+        """
         mark = (f"{self.mock_note.upper()}: every LLM answer behind this comes from the mock "
                 "provider; it shows the pipeline, not evidence. ") if self.mock_note else ""
         return f"{mark}{a.caption} Design: {self.design}."
@@ -72,6 +76,7 @@ def _rows(frame: pl.DataFrame) -> list[list[str]]:
 
 
 def to_markdown(frame: pl.DataFrame, title: str, caption: str) -> str:
+    """A table as a Markdown section: ``## title``, the caption, then the table (cells as text)."""
     head = "| " + " | ".join(frame.columns) + " |"
     sep = "| " + " | ".join("---" for _ in frame.columns) + " |"
     body = ["| " + " | ".join(v.replace("|", "\\|") for v in row) + " |" for row in _rows(frame)]
@@ -83,10 +88,12 @@ _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#
 
 
 def tex_escape(text: str) -> str:
+    """``text`` with LaTeX's special characters escaped."""
     return "".join(_TEX.get(ch, ch) for ch in text)
 
 
 def to_latex(frame: pl.DataFrame, title: str, caption: str, label: str) -> str:
+    """A table as a LaTeX ``table`` float (``tabular``), labelled ``tab:<label>``."""
     cols = "l" * len(frame.columns)
     lines = [r"\begin{table}[htbp]", r"\centering", r"\scriptsize",
              rf"\caption{{{tex_escape(title)}. {tex_escape(caption)}}}",
@@ -98,6 +105,7 @@ def to_latex(frame: pl.DataFrame, title: str, caption: str, label: str) -> str:
 
 
 def to_html_table(frame: pl.DataFrame) -> str:
+    """A table as an HTML ``<table>`` fragment, every cell escaped."""
     head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
                    for row in _rows(frame))

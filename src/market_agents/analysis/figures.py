@@ -49,6 +49,7 @@ def price_figure(ticks: pl.DataFrame, manifest: dict, title: str, asset: int = 0
         ticks: the run's ticks.parquet (every asset; ``asset`` is drawn).
         manifest: the run's manifest.json (halts, margin_call_events, shocks).
         title: the figure's title.
+        asset: the asset index to draw (0 or 1).
     """
     ticks = ticks.filter(pl.col("asset") == asset).sort("tick")
     plt = _pyplot()

@@ -33,6 +33,18 @@ def _title(fig, title: str, mock_note: str | None) -> None:
 
 
 def dose_response(table: pl.DataFrame | Skip, mock_note: str | None, title: str):
+    """The dose-response figure: per outcome, the paired difference vs ``share_0`` at each
+    share of LLM traders phi, with its 95 % t interval (bars) and bootstrap interval (band).
+
+    Args:
+        table: the dose-response table (columns outcome, phi, diff, t_low, t_high, boot_low,
+            boot_high), or the :class:`Skip` that replaced it.
+        mock_note: the rehearsal mark for the title, or None.
+        title: the figure's title.
+
+    Returns:
+        A matplotlib Figure, or the :class:`Skip` passed in.
+    """
     if isinstance(table, Skip):
         return table
     outcomes = table["outcome"].unique(maintain_order=True).to_list()
@@ -66,6 +78,16 @@ def dose_response(table: pl.DataFrame | Skip, mock_note: str | None, title: str)
 
 
 def outcome_distributions(outcomes: pl.DataFrame, mock_note: str | None, title: str):
+    """The distribution of each paper outcome by cell, over seeds.
+
+    Args:
+        outcomes: a design's outcomes.parquet (one row per cell and seed).
+        mock_note: the rehearsal mark for the title, or None.
+        title: the figure's title.
+
+    Returns:
+        A matplotlib Figure, or a :class:`Skip` when the table has none of the paper outcomes.
+    """
     present = [y for y in PAPER_OUTCOMES if y in outcomes.columns]
     if not present:
         return Skip("outcomes.parquet has none of the paper outcomes")
@@ -86,6 +108,12 @@ def outcome_distributions(outcomes: pl.DataFrame, mock_note: str | None, title: 
 
 
 def pilot_diagnostics(data: PaperData, title: str):
+    """The pilot's diagnostics (validity, failures, cost per decision against the pass
+    criteria of Run protocol §4) from its outcomes.
+
+    Returns:
+        A matplotlib Figure, or a :class:`Skip` when there are no pilot outcomes.
+    """
     p, o = data.pilot, data.pilot_outcomes
     if p is None or o is None:
         return Skip("no pilot outcomes (results/runs/pilot_openai/outcomes.parquet: "
@@ -155,6 +183,12 @@ def _control_sd(data: PaperData) -> dict[str, float]:
 
 
 def spend(overview: pl.DataFrame, mock_note: str | None, title: str):
+    """Planned, spent and priced USD per tier against the tier budgets, and the cumulative
+    spend against the project cap (Run protocol §1, §5.2-§5.3).
+
+    Returns:
+        A matplotlib Figure, or a :class:`Skip` when there are no tiers.
+    """
     if overview.is_empty():
         return Skip("no tiers")
     plt = _pyplot()
@@ -191,6 +225,8 @@ def spend(overview: pl.DataFrame, mock_note: str | None, title: str):
 
 @dataclass(frozen=True)
 class Node:
+    """A box of the protocol DAG figure: its key, label and grid position (row, column)."""
+
     key: str
     label: str
     row: int
@@ -245,6 +281,11 @@ def protocol_graph(plan: pl.DataFrame) -> tuple[list[Node], list[tuple[str, str]
 
 
 def protocol_dag(plan: pl.DataFrame, mock_note: str | None, title: str):
+    """The protocol as a DAG of its steps (the appendix figure), from the plan of the design.
+
+    Returns:
+        A matplotlib Figure.
+    """
     nodes, edges = protocol_graph(plan)
     plt = _pyplot()
     by_key = {n.key: n for n in nodes}

@@ -67,10 +67,12 @@ class Contrast:
 
     @property
     def cells(self) -> list[str]:
+        """Every cell the contrast reads: the treated cells, then the control's others."""
         return [*self.treated, *(c for c in self.control if c not in self.treated)]
 
     @property
     def control_label(self) -> str:
+        """The control as text, e.g. ``share_25 - share_0``."""
         return _signed(self.control)
 
 
@@ -91,6 +93,7 @@ class PairedSample:
 
     @property
     def differences(self) -> np.ndarray:
+        """Treated minus control per paired seed (shape ``(len(seeds),)``)."""
         return self.treated - self.control
 
 

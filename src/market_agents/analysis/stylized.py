@@ -21,12 +21,16 @@ TARGETS = {
 
 
 def acf(x: np.ndarray, lag: int) -> float:
+    """The sample autocorrelation of ``x`` (1-d) at ``lag`` ticks (0 for a constant series)."""
     x = x - x.mean()
     denom = float(np.dot(x, x))
     return float(np.dot(x[:-lag], x[lag:]) / denom) if denom > 0 else 0.0
 
 
 def hill(abs_r: np.ndarray, tail: float = 0.05) -> float:
+    """The Hill estimator of the tail index of ``abs_r`` (absolute returns, 1-d) over its
+    top ``tail`` share (at least 2 points); NaN when the sample is too small.
+    """
     x = np.sort(abs_r[abs_r > 0])[::-1]
     k = max(int(tail * len(x)), 2)
     if len(x) <= k:

@@ -82,13 +82,18 @@ class PaperData:
 
     @property
     def exclude_seeds(self) -> tuple[int, ...]:
+        """Seeds left out of the estimates: the pilot seeds in a confirmatory design (Run
+        protocol §4: pilot seeds are excluded from confirmatory estimates), else none.
+        """
         return stats.PILOT_SEEDS if self.confirmatory else ()
 
     @property
     def cells(self) -> list[str]:
+        """The design's cells in the order of its outcomes table."""
         return self.outcomes["cell"].unique(maintain_order=True).to_list()
 
     def tier(self, cell: str) -> str:
+        """The tier of ``cell`` in the design's plan; ``all`` for a design without tiers."""
         row = self.plan.filter(pl.col("cell") == cell)
         return (row["tier"][0] if row.height and row["tier"][0] else None) or "all"
 
@@ -106,6 +111,12 @@ def primary_contrasts(data: PaperData) -> list[Contrast]:
 
 
 def primary_estimates(data: PaperData) -> pl.DataFrame | Skip:
+    """The pre-registered paired estimates: every cell against ``share_0`` (and E5), per
+    outcome, with t and bootstrap intervals and the MDE (Run protocol §5.1-§5.2).
+
+    Returns:
+        A polars frame, or a :class:`Skip` saying why the design does not support the table.
+    """
     if CONTROL not in data.cells:
         return Skip(f"no {CONTROL} cell: nothing to pair the cells with")
     return stats.estimates(data.outcomes, primary_contrasts(data),
@@ -164,10 +175,22 @@ def _finite_mean(s: pl.Series) -> float | None:
 
 
 def mechanisms(data: PaperData) -> pl.DataFrame | Skip:
+    """Each mechanism cell (memory, channel, leverage, breaker, position limit) against
+    ``share_25``, paired by seed.
+
+    Returns:
+        A polars frame, or a :class:`Skip` saying why the design does not support the table.
+    """
     return _against(data, MECHANISM_CELLS, MECHANISM_REFERENCE, "mechanisms", "mechanism")
 
 
 def diversity(data: PaperData) -> pl.DataFrame | Skip:
+    """Each diversity cell (diverse prompts, model mix, mini) against ``share_25``, paired by
+    seed.
+
+    Returns:
+        A polars frame, or a :class:`Skip` saying why the design does not support the table.
+    """
     return _against(data, DIVERSITY_CELLS, MECHANISM_REFERENCE, "diversity", "diversity")
 
 
@@ -186,6 +209,12 @@ def fired(table: pl.DataFrame) -> dict[str, dict[str, tuple[int, int]]]:
 
 
 def mechanism_activity(data: PaperData) -> pl.DataFrame | Skip:
+    """What each mechanism did, per cell: mean activity per run and, per switched-on
+    mechanism, the seeds where it acted (a cell whose mechanism never acted measures nothing).
+
+    Returns:
+        A polars frame, or a :class:`Skip` saying why the design does not support the table.
+    """
     present = [c for c in ACTIVITY if c in data.outcomes.columns]
     if not present or "mechanisms" not in data.outcomes.columns:
         return Skip("outcomes.parquet has no mechanism-activity columns (re-run `ma gather`)")
@@ -200,6 +229,11 @@ def mechanism_activity(data: PaperData) -> pl.DataFrame | Skip:
 
 
 def model_mix(data: PaperData) -> pl.DataFrame | Skip:
+    """Per cell and model: decisions, valid rate, mean tokens in and out.
+
+    Returns:
+        A polars frame, or a :class:`Skip` saying why the design does not support the table.
+    """
     d = data.decisions
     if d.is_empty():
         return Skip("no LLM decisions in the design")
@@ -217,6 +251,12 @@ def model_mix(data: PaperData) -> pl.DataFrame | Skip:
 
 
 def fairness(data: PaperData) -> pl.DataFrame | Skip:
+    """The equal-USD comparison (``mini_25`` against ``mini_25_equalusd``, T5): decisions per
+    agent, USD, budget halts and valid rate of each cell.
+
+    Returns:
+        A polars frame, or a :class:`Skip` saying why the design does not support the table.
+    """
     present = [c for c in FAIRNESS_CELLS if c in data.cells]
     if len(present) < 2:
         return Skip(f"needs both {' and '.join(FAIRNESS_CELLS)} "
@@ -244,6 +284,12 @@ def level_estimate(values: list[float]) -> dict[str, Any]:
 
 
 def spillover(data: PaperData) -> pl.DataFrame | Skip:
+    """The two-asset cell ``k2_25``: return correlation and DY spillover per seed, with their
+    mean, t interval and p value.
+
+    Returns:
+        A polars frame, or a :class:`Skip` saying why the design does not support the table.
+    """
     if SPILLOVER_CELL not in data.cells:
         return Skip(f"the design has no two-asset cell {SPILLOVER_CELL}")
     o = data.outcomes.filter(pl.col("cell") == SPILLOVER_CELL)
@@ -263,6 +309,12 @@ def spillover(data: PaperData) -> pl.DataFrame | Skip:
 
 
 def library(data: PaperData) -> pl.DataFrame | Skip:
+    """The frozen-library cell ``library_1000``: its replay distances and whether it is out of
+    support (Run protocol §5.4).
+
+    Returns:
+        A polars frame, or a :class:`Skip` saying why the design does not support the table.
+    """
     if LIBRARY_CELL not in data.cells:
         return Skip(f"the design has no frozen-library cell {LIBRARY_CELL}")
     runs = data.runs
@@ -284,6 +336,12 @@ def library(data: PaperData) -> pl.DataFrame | Skip:
 
 
 def control_sd(data: PaperData) -> pl.DataFrame | Skip:
+    """The control SD of every numeric outcome over the sigma design's seeds (Run protocol §3:
+    the free σ estimates).
+
+    Returns:
+        A polars frame, or a :class:`Skip` saying why the design does not support the table.
+    """
     s = data.sigma
     if s is None or s.is_empty():
         return Skip("no sigma design outcomes (results/runs/sigma/outcomes.parquet; "
@@ -304,6 +362,12 @@ def control_sd(data: PaperData) -> pl.DataFrame | Skip:
 
 
 def sensitivity(data: PaperData) -> pl.DataFrame | Skip:
+    """Bubble and crash episodes per cell at every threshold of the sensitivity grid (Run
+    protocol §6: re-scored from saved ticks).
+
+    Returns:
+        A polars frame, or a :class:`Skip` saying why the design does not support the table.
+    """
     g = data.sensitivity
     if g.is_empty():
         return Skip("no saved ticks to re-score")
@@ -315,6 +379,12 @@ def sensitivity(data: PaperData) -> pl.DataFrame | Skip:
 
 
 def llm_behaviour(data: PaperData) -> pl.DataFrame | Skip:
+    """How the LLM traders behaved, per cell: decision-weighted validity and failure rates,
+    order and volume shares, decisions per agent, tokens, USD per decision and latency.
+
+    Returns:
+        A polars frame, or a :class:`Skip` saying why the design does not support the table.
+    """
     o = data.outcomes.filter(pl.col("n_llm_decisions") > 0) if (
         "n_llm_decisions" in data.outcomes.columns) else pl.DataFrame()
     if o.is_empty():

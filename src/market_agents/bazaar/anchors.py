@@ -69,6 +69,7 @@ METRICS = ("score", "maker_fills", "pickoff_loss")
 
 
 def run_policy(tier: str, policy: str, seeds: list[int]) -> list[dict]:
+    """Play ``policy`` on ``tier`` for each seed; one result per episode."""
     return [play_policy(tier, s, policy) for s in seeds]
 
 

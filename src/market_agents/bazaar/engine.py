@@ -28,6 +28,10 @@ SPAM_LIMIT = 4  # identical illegal or unreadable messages in a row that end the
 
 @dataclass
 class Book:
+    """The agent's book: cash, inventory, debt (credit tiers) and its standing quote (maker
+    tiers).
+    """
+
     cash: float
     inventory: int
     debt: float = 0.0
@@ -40,6 +44,10 @@ class Book:
 
 @dataclass
 class Stats:
+    """What an episode did: trades, maker fills, realized spread and pick-offs, bait and
+    trigger hits, interest paid, margin calls and illegal replies.
+    """
+
     trades: int = 0  # taker trades plus maker fills
     maker_fills: int = 0  # units filled against the standing quote
     realized_spread: float = 0.0  # fills: edge earned against the stepped index
@@ -62,6 +70,9 @@ class BazaarEnv:
 
     # -- episode lifecycle -------------------------------------------------------------------
     def reset(self, seed: int) -> str:
+        """Start the episode of ``seed`` (its seeded world) and return the first observation
+        (compact JSON).
+        """
         t = self.tier
         self.seed = int(seed)
         self.sc = draw(t, self.seed)
@@ -175,6 +186,7 @@ class BazaarEnv:
     # -- one turn ----------------------------------------------------------------------------
     @property
     def index(self) -> float:
+        """The exogenous index (fair value) at the current turn."""
         return self.sc.index[self.t]
 
     def _quote_now(self) -> None:
@@ -277,6 +289,10 @@ class BazaarEnv:
 
     # -- observation and score ---------------------------------------------------------------
     def state(self) -> dict:
+        """The observation as a dict: turn, index, cash, inventory, net worth, the last reply's
+        effect and the scripted quote (plus quote and fills on maker tiers, debt, buying power and
+        margin call on credit tiers).
+        """
         b, t = self.book, self.tier
         out = {
             "turn": self.t,
@@ -301,6 +317,7 @@ class BazaarEnv:
         return out
 
     def render(self) -> str:
+        """The observation as compact JSON text (what the agent reads)."""
         return json.dumps(self.state(), separators=(",", ":"))
 
     def summary(self) -> dict:

@@ -22,6 +22,7 @@ class Trigger:
     side: str | None = None
 
     def record(self, side: str, edge: float) -> None:
+        """Record a taker trade that accepted ``edge`` (> 0) on ``side``."""
         if edge > 0:
             self.edge = edge if self.edge is None else min(self.edge, edge)
             self.side = side

@@ -31,6 +31,9 @@ SCORE_KEYS = ("score", "reward", "format_bonus", "trade_bonus", "termination", "
 
 
 def register_eval(bsub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``ma bazaar eval`` and its arguments to the ``ma bazaar`` subcommands; return its
+    parser.
+    """
     e = bsub.add_parser(
         "eval",
         help="play episodes with an LLM provider (mock, openai, anthropic, openai_compatible)",
@@ -118,6 +121,21 @@ def cmd_eval(args: argparse.Namespace,
 
 
 def evaluate(client, tier: Tier, provider: str, model: str, seeds: list[int], llm) -> list[dict]:
+    """Play one episode per seed with one model, all seeds' turns batched through the LLM
+    client (its cache, prices and USD cap).
+
+    Args:
+        client: the :class:`~market_agents.llm.client.LLMClient`.
+        tier: the tier.
+        provider: the provider kind.
+        model: the model id.
+        seeds: the episodes' seeds.
+        llm: the LLM settings (tokens, effort, temperature) of the requests.
+
+    Returns:
+        One episode record per seed: its scores, transcript, messages, calls, USD, invalid
+        messages, why it stopped early (if it did) and one usage row per LLM call.
+    """
     envs = {s: BazaarEnv(tier) for s in seeds}
     system = system_prompt(tier)
     chats: dict[int, list[Message]] = {}
@@ -172,6 +190,9 @@ def evaluate(client, tier: Tier, provider: str, model: str, seeds: list[int], ll
 
 def write_outputs(out: Path, tier: Tier, provider: str, model: str, split: str,
                   episodes: list[dict], usage: dict) -> dict:
+    """Write transcripts.jsonl, scores.parquet and summary.json under ``out``; return the
+    summary (means, the tier's anchor on the same seeds, LLM usage).
+    """
     import polars as pl
 
     write_text_atomic(out / "transcripts.jsonl", "".join(

@@ -38,6 +38,9 @@ def _state(request) -> dict | None:
 
 
 def answer(request, rng: np.random.Generator) -> str:
+    """The mock player's reply to a Bazaar request: a noisy anchor-like command in prose, or
+    now and then a malformed one; ``pass`` when the episode is over.
+    """
     tier = TIERS.get(request.prompt_id.removeprefix(PROMPT_VERSION + "-"))
     state = _state(request)
     if tier is None or state is None or state.get("done"):
@@ -67,6 +70,7 @@ def answer(request, rng: np.random.Generator) -> str:
 
 
 def register() -> None:
+    """Plug :func:`answer` into the mock provider for Bazaar's prompt ids."""
     from market_agents.llm.providers.mock import register_text_rule
 
     register_text_rule(PROMPT_VERSION, answer)

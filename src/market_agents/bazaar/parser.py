@@ -40,6 +40,10 @@ _PRICE = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
 @dataclass(frozen=True)
 class Action:
+    """A legal command: buy or sell ``qty``, pass, or (maker tiers) quote bid, bid size, ask
+    and ask size.
+    """
+
     kind: Literal["buy", "sell", "pass", "quote"]
     qty: int = 0
     bid: float = 0.0
@@ -48,6 +52,7 @@ class Action:
     ask_size: int = 0
 
     def text(self) -> str:
+        """The command in its canonical text form (``buy 3``, ``quote 99.50 2 100.50 2``)."""
         if self.kind in ("buy", "sell"):
             return f"{self.kind} {self.qty}"
         if self.kind == "quote":
@@ -57,6 +62,8 @@ class Action:
 
 @dataclass(frozen=True)
 class Illegal:
+    """A reply that is not a legal command, with the reason the agent is told."""
+
     reason: str
 
 

@@ -34,6 +34,12 @@ def play(tier: str | Tier, seed: int, act: Callable[[dict], str]) -> dict:
 
 
 def play_policy(tier: str | Tier, seed: int, policy: str) -> dict:
+    """Play one episode of ``tier`` with the scripted ``policy``; the result carries the
+    transcript, score, reward and termination.
+
+    Raises:
+        ConfigError: an unknown tier or policy, or a quoting policy on a taker tier.
+    """
     t = _tier(tier)
     result = play(t, seed, make_policy(policy, t, seed))
     result["policy"] = policy

@@ -43,6 +43,7 @@ def _edge_take(obs: dict, threshold: float | None, money: float) -> str:
 
 
 def passive(tier: Tier, seed: int) -> Policy:
+    """The passive anchor: always ``pass``."""
     return lambda obs: "pass"
 
 

@@ -12,6 +12,7 @@ PROMPT_VERSION = "bazaar-v2"  # v2: the public tiers and mechanics, commands on 
 
 
 def prompt_id(tier: Tier) -> str:
+    """The prompt id of ``tier`` (prompt version and tier name): the mock's rule key."""
     return f"{PROMPT_VERSION}-{tier.name}"
 
 

@@ -32,6 +32,11 @@ class Quote:
 
 @dataclass(frozen=True)
 class Scenario:
+    """The seeded world of one episode: the index path, the scripted quotes of each turn and,
+    on maker tiers, the noise and informed flow against the agent's quote and the turns whose
+    quote hunts the agent's revealed trigger.
+    """
+
     index: tuple[float, ...]  # index[t] is visible at turn t; index[horizon] marks the end
     quotes: tuple[Quote, ...]  # the scripted quote of turn t
     # maker tiers only, empty elsewhere:

@@ -57,10 +57,12 @@ class Tier:
 
     @property
     def is_maker(self) -> bool:
+        """Whether the agent may quote (maker tiers)."""
         return self.kind == "maker"
 
     @property
     def has_credit(self) -> bool:
+        """Whether the agent trades on credit (credit tiers)."""
         return self.kind == "credit"
 
     def start_net_worth(self) -> float:
@@ -68,6 +70,7 @@ class Tier:
         return cents(self.cash + self.start_inventory * self.start_index)
 
     def to_dict(self) -> dict:
+        """The tier's parameters as a dict."""
         return asdict(self)
 
 
@@ -91,6 +94,11 @@ TIERS: dict[str, Tier] = {
 
 
 def get_tier(name: str) -> Tier:
+    """The tier ``name``.
+
+    Raises:
+        ConfigError: an unknown tier (the message lists them).
+    """
     try:
         return TIERS[name]
     except KeyError:
@@ -100,8 +108,10 @@ def get_tier(name: str) -> Tier:
 
 
 def eval_seeds(n: int) -> list[int]:
+    """The frozen evaluation split: ``n`` seeds from 1,000,000."""
     return [EVAL_SEED_BASE + i for i in range(n)]
 
 
 def train_seeds(n: int) -> list[int]:
+    """The training seeds: 0 .. n - 1."""
     return list(range(n))

@@ -31,12 +31,16 @@ def _content(message: Any) -> tuple[str | None, str]:
 
 
 def assistant_messages(completion: Any) -> list[str]:
+    """The assistant's texts of a verifiers completion (a string, or chat messages)."""
     if isinstance(completion, str):
         return [completion]
     return [text for role, text in map(_content, completion or []) if role == "assistant"]
 
 
 def replay_completion(tier: str, seed: int, completion: Any) -> dict:
+    """Score a verifiers completion by replaying its assistant messages through a fresh
+    engine (the rollout's state is not trusted).
+    """
     return replay(tier, seed, assistant_messages(completion))
 
 

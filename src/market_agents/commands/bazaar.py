@@ -29,6 +29,7 @@ def _seeds(n: int, arg: str = "--seeds") -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma bazaar`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "bazaar",
         help="Bazaar: a dealer-market environment for single LLM agents",
@@ -111,6 +112,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_anchors(args: argparse.Namespace) -> int:
+    """``ma bazaar anchors``: play the scripted anchors and print them beside the public figures.
+
+    Args:
+        args: the parsed arguments (``--tiers``, ``--seeds``, ``--out``).
+
+    Returns:
+        The exit code: 0 when every claim holds (each level within 0.01 of the public figure,
+        each ordering as published), else 1.
+    """
     import polars as pl
 
     from market_agents.bazaar.anchors import anchors, format_table
@@ -126,6 +136,15 @@ def cmd_anchors(args: argparse.Namespace) -> int:
 
 
 def cmd_exploits(args: argparse.Namespace) -> int:
+    """``ma bazaar exploits``: run every exploit farm against its tier's anchor on both seed
+    blocks (docs/bazaar.md, "The exploit pass").
+
+    Args:
+        args: the parsed arguments (``--tier``, ``--seeds``, ``--out``).
+
+    Returns:
+        The exit code: 1 when a farm beats its anchor, else 0.
+    """
     from market_agents.bazaar.exploits import BLOCKS, exploit_pass, format_report
 
     beaten = False
@@ -147,6 +166,17 @@ def cmd_exploits(args: argparse.Namespace) -> int:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
+    """``ma bazaar play``: print one episode of a scripted policy, and write its transcript.
+
+    Args:
+        args: the parsed arguments (``--tier``, ``--seed``, ``--policy``, ``--out``).
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        ConfigError: an unknown tier or policy, or a quoting policy on a taker tier.
+    """
     from market_agents.bazaar.play import play_policy
 
     _tier_list(args.tier)

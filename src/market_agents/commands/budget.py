@@ -9,6 +9,7 @@ from market_agents.pipeline.workflow_config import DEFAULTS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma budget`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "budget", help="planned live decisions and USD per cell and tier",
         description="Live LLM decisions and USD per cell, per tier and in total for DESIGN: "
@@ -30,6 +31,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Print (or with ``--json`` write) the planned live decisions and USD of a design, per cell,
+    per tier and in total.
+
+    Args:
+        args: the parsed arguments of ``ma budget`` (``ma budget --help`` lists them).
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        ConfigError: a bad design, negative token counts, or an unknown ``--tier``.
+
+    Protocol:
+        Run protocol §4 (the pilot table) and §5.2 (cells and budget by tier; planning rate 0.0005
+        USD per nano decision, 0.0016 per mini).
+    """
     from market_agents.errors import ConfigError
     from market_agents.protocol.design import load_design
     from market_agents.protocol.planning import (

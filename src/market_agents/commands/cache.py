@@ -15,6 +15,7 @@ ACTIONS = ("summary", "verify", "retry-failures")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma cache`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "cache",
         help="summarize, verify or re-open failures of an LLM response cache",
@@ -44,6 +45,18 @@ def _open(path: str | Path):
 
 
 def summarize(path: str | Path) -> dict:
+    """Count a cache's entries by (provider, model, prompt version), verifying each.
+
+    Args:
+        path: the cache directory.
+
+    Returns:
+        ``{"path", "entries", "corrupt": [keys], "groups": [rows], "usd"}``: per group the
+        entries, answered, valid and failed counts, tokens and recorded USD.
+
+    Raises:
+        CacheError: not a cache, or a damaged sqlite file.
+    """
     from market_agents.llm.client import is_valid_entry
 
     path = Path(path)
@@ -113,6 +126,23 @@ def retry_failures(path: str | Path, dry_run: bool = False) -> dict:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Summarize, verify, or re-open the failures of an LLM response cache (docs/cache.md).
+
+    Args:
+        args: the parsed arguments of ``ma cache`` (``ma cache --help`` lists them).
+
+    Returns:
+        The exit code: 0; 1 when the cache holds corrupt entries (summary) or entries that fail
+            their check (verify).
+
+    Raises:
+        ConfigError: an unknown action.
+        CacheError: not a cache, or a damaged one.
+
+    Protocol:
+        Run protocol §1 (the cache is the record and the decision library) and §6 (replay at zero
+        USD).
+    """
     target = args.target
     if len(target) == 1:
         action, path = "summary", target[0]

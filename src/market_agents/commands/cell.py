@@ -8,6 +8,7 @@ from market_agents.commands import add_guard_flags, add_serving_flags, build_gua
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma cell`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "cell", help="run one cell x seed of a design into its run directory",
         description="Build the config of CELL from DESIGN and run it with SEED into "
@@ -30,6 +31,24 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Run one cell × seed of a design into its run directory (the Snakemake ``simulate`` step).
+
+    Args:
+        args: the parsed arguments of ``ma cell`` (``ma cell --help`` lists them).
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        ConfigError: a seed that is not the cell's, a bad design.
+        FreezeError: a confirmatory live cell without a matching freeze.
+        BudgetExceeded: the spend ledger's project or pilot cap would be passed.
+        RunFailed: too many LLM calls failed (see :func:`market_agents.sim.runner.run_to_dir`).
+
+    Protocol:
+        Run protocol §1 (results layout) and §5.1 (a confirmatory live cell runs only under the
+        freeze).
+    """
     from market_agents.errors import ConfigError
     from market_agents.protocol.design import load_design
     from market_agents.protocol.steps import simulate

@@ -12,6 +12,7 @@ from market_agents.pipeline.dagrender import mermaid, parse_dot, render_svg
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma dag`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "dag",
         help="render `snakemake --rulegraph` output to SVG and Mermaid",

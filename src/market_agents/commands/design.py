@@ -9,6 +9,7 @@ from market_agents.commands import add_guard_flags, add_serving_flags, build_gua
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma design`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "design", help="run a whole design (resumable), then gather its outcomes",
         description="Validate DESIGN, then run and score each cell x seed: cells served by "
@@ -36,6 +37,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Run a whole design (resumable: finished runs are kept), then gather its outcomes.
+
+    Args:
+        args: the parsed arguments of ``ma design`` (``ma design --help`` lists them).
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        ConfigError: a bad design, ``--workers`` or ``--max-seeds`` below 1.
+        FreezeError, BudgetExceeded: the guards of a paying design (docs/guards.md).
+        RunFailed: a run's LLM calls failed too often.
+
+    Protocol:
+        Run protocol §2 (``ma design``), §3 (Phase 5a) and §5 (the confirmatory tiers).
+    """
     import time
 
     from market_agents.errors import ConfigError

@@ -6,6 +6,7 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma deviations`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "deviations", help="show the deviations log (results/manifests/deviations.jsonl)",
         description="Every deviation from the pre-registration, dated, oldest first: those "
@@ -24,6 +25,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Print the deviations log (``results/manifests/deviations.jsonl``), oldest first.
+
+    Args:
+        args: the parsed arguments of ``ma deviations`` (``ma deviations --help`` lists them).
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        ConfigError: an unreadable line in the log.
+
+    Protocol:
+        Run protocol §6 (deviations are listed in the paper's appendix with date and reason).
+    """
     import json
 
     from market_agents.protocol import deviations

@@ -11,6 +11,7 @@ from market_agents.errors import ConfigError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma freeze`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "freeze",
         help="write or verify results/manifests/freeze.json",

@@ -15,6 +15,7 @@ RESULTS = Path("results")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma gate`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "gate",
         help="budget gate: approve a design/tier's live runs, check one, reconcile spend",

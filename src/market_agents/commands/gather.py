@@ -6,6 +6,7 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma gather`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "gather", help="gather a design's outcomes.json files into outcomes.parquet",
         description="Collect outcomes.json of every cell x seed of DESIGN into "
@@ -24,6 +25,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Gather the outcomes.json of every cell × seed of a design into its outcomes.parquet.
+
+    Args:
+        args: the parsed arguments of ``ma gather`` (``ma gather --help`` lists them).
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        MissingRuns: a run of the design has no outcomes.json.
+        StaleRun: a run's config no longer matches the design.
+
+    Protocol:
+        Run protocol §1 (``results/runs/<design>/outcomes.parquet``).
+    """
     from market_agents.protocol.design import load_design
     from market_agents.protocol.steps import write_gather
 

@@ -10,6 +10,7 @@ from market_agents.errors import ConfigError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma library`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "library",
         help="build a frozen decision library from an LLM response cache",
@@ -27,6 +28,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Build a frozen decision library (.npz) from the answered single-asset decisions of one model
+    in a cache.
+
+    Args:
+        args: the parsed arguments of ``ma library`` (``ma library --help`` lists them).
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        ConfigError: not a cache, or no answered decision of the model in it.
+        CacheError: a damaged cache.
+
+    Protocol:
+        Run protocol §5.4 (the frozen-library replay, T6).
+    """
     from market_agents.llm.library import DecisionLibrary
 
     if not (Path(args.cache) / "cache.db").exists():

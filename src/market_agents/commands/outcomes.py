@@ -33,6 +33,8 @@ def episode_defaults() -> tuple[str, str]:
 
 
 def add_threshold_args(p: argparse.ArgumentParser) -> None:
+    """Add the outcome thresholds (``--bubble``, ``--crash``, ``--var-order``,
+    ``--horizon``) to a command, with the workflow config's defaults."""
     from market_agents.analysis.outcomes import Thresholds
 
     bubble, crash = episode_defaults()
@@ -50,6 +52,12 @@ def add_threshold_args(p: argparse.ArgumentParser) -> None:
 
 
 def thresholds(args: argparse.Namespace):
+    """The :class:`~market_agents.analysis.outcomes.Thresholds` the threshold arguments give.
+
+    Raises:
+        ConfigError: a malformed ``GAP:TICKS``/``DROP:TICKS``, or an order or horizon out
+            of range.
+    """
     from market_agents.analysis.outcomes import Thresholds
 
     gap, bticks = parse_episode(args.bubble, "--bubble")
@@ -62,6 +70,7 @@ def thresholds(args: argparse.Namespace):
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma outcomes`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "outcomes", help="score a saved run into outcomes.json",
         description="Read only RUN_DIR's parquet files, manifest and config, compute every "
@@ -75,6 +84,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Score a saved run directory into its outcomes.json at the given thresholds.
+
+    Args:
+        args: the parsed arguments of ``ma outcomes`` (``ma outcomes --help`` lists them).
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        RunDirError: a missing or incomplete run directory.
+
+    Protocol:
+        Run protocol §5.1 (thresholds: bubble 5 %/10 ticks, crash 10 %/20 ticks) and §6 (analysis
+        reads only the saved files).
+    """
     from market_agents.analysis.scoring import write_outcomes
 
     out = write_outcomes(args.run_dir, thresholds(args))

@@ -11,6 +11,7 @@ from market_agents.pipeline.workflow_config import DEFAULTS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma pilot`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "pilot",
         help="write results/manifests/pilot.json (cost, validity, sigma_d, pass/fail)",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma plot`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "plot",
         help="draw a run's price path, or one outcome across a design's cells",
@@ -23,6 +24,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Draw a run's price path (a run directory) or one outcome across a design's cells (an
+    outcomes.parquet).
+
+    Args:
+        args: the parsed arguments of ``ma plot`` (``ma plot --help`` lists them).
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        ConfigError: PATH is neither a complete run directory nor a readable outcomes
+            table, or ``--outcome`` is not one of its columns.
+
+    Protocol:
+        None (a look at the data; the paper's figures are ``ma paper``'s).
+    """
     from market_agents.analysis.figures import design_figure, run_figure
 
     path = Path(args.path)

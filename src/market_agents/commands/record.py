@@ -7,6 +7,7 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma record`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "record", help="declare a pilot or full run in .research/record.json",
         description="The record is append-only: `declare` appends one entry (run id, stage, "

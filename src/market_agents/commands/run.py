@@ -9,6 +9,7 @@ from market_agents.config import load_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma run`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "run",
         help="run one simulation",
@@ -39,6 +40,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Run one simulation of a config with a seed into a run directory (docs/market.md).
+
+    Args:
+        args: the parsed arguments of ``ma run`` (``ma run --help`` lists them).
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        ConfigError: a bad config, ``--set`` or seed, an unwritable ``--out``.
+        BudgetExceeded: a paid run would pass the spend ledger's project or pilot cap.
+        FreezeError: a confirmatory cell's config without a matching freeze.
+        RunFailed: too many LLM calls failed (see :func:`market_agents.sim.runner.run_to_dir`).
+
+    Protocol:
+        Run protocol §1 (keys, hard limits, the run directory) and §2 (``ma run``).
+    """
     from market_agents.config import check_seed
     from market_agents.sim.rundir import read_manifest
     from market_agents.sim.runner import prepare_out, run_to_dir

@@ -9,6 +9,7 @@ from market_agents.pipeline.workflow_config import SCHEMA_DIR, write_schemas
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma schema`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "schema",
         help="write workflow/schemas/*.schema.json from the pydantic config models",

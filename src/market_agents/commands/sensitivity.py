@@ -19,6 +19,7 @@ def _levels(value: str, flag: str) -> tuple[float, ...]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma sensitivity`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "sensitivity", help="episode outcomes over the threshold grid, from saved ticks",
         description="For every saved run of DESIGN, re-score bubble and crash episodes at "
@@ -43,6 +44,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Re-score bubble and crash episodes of every saved run of a design over the threshold grid,
+    from saved ticks.
+
+    Args:
+        args: the parsed arguments of ``ma sensitivity`` (``ma sensitivity --help`` lists them).
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        MissingRuns: a run of the design is missing.
+
+    Protocol:
+        Run protocol §5.1 and §6 (sensitivity grid bubble 3/5/8 %, crash 7/10/15 %, from saved
+        ticks, not by re-simulating).
+    """
     from market_agents.analysis.outcomes import Thresholds
     from market_agents.protocol.design import load_design
     from market_agents.protocol.steps import sensitivity_grid, write_sensitivity

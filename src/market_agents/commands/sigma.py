@@ -8,6 +8,7 @@ from market_agents.pipeline.workflow_config import DEFAULTS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma sigma`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "sigma", help="the control SD of every outcome (the free σ estimates, §3)",
         description="Read DESIGN's gathered outcomes.parquet (the sigma design: share_0, seeds "
@@ -22,6 +23,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Write the control SD of every outcome from a design's gathered outcomes (the free σ
+    estimates).
+
+    Args:
+        args: the parsed arguments of ``ma sigma`` (``ma sigma --help`` lists them).
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        ConfigError: the design's outcomes.parquet is missing or unreadable.
+
+    Protocol:
+        Run protocol §3 (free σ estimates: ``share_0``, seeds 1–30).
+    """
     from market_agents.protocol.design import load_design
     from market_agents.protocol.steps import write_control_sd
 

@@ -6,6 +6,7 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma spend`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "spend", help="recorded live spend of the project against the project and pilot caps",
         description="The spend ledger every paying command reads before its first call "
@@ -18,6 +19,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Print (or with ``--json`` write) the project's spend ledger against the project and pilot
+    caps (docs/guards.md).
+
+    Args:
+        args: the parsed arguments of ``ma spend`` (``ma spend --help`` lists them).
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        ConfigError: an unreadable ledger entry.
+
+    Protocol:
+        Run protocol §1 (hard limits: project ≤ 40 USD, pilot ≤ 5 USD).
+    """
     import json
 
     from market_agents.pipeline.workflow_config import guard_settings

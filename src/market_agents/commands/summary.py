@@ -46,6 +46,7 @@ ACTIVITY = {key: _LABELS[key] for key in tables.ACTIVITY}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma summary`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "summary",
         help="print a design's outcomes and mechanism activity, one line per cell",
@@ -76,6 +77,22 @@ def _table(frame, key: str, columns: dict[str, tuple[str, str]], extra: str | No
 
 
 def main(args: argparse.Namespace) -> int:
+    """Print a design's outcomes and mechanism activity, one line per cell, flagging a cell whose
+    mechanism acted in no seed.
+
+    Args:
+        args: the parsed arguments of ``ma summary`` (``ma summary --help`` lists them).
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        ConfigError: no such outcomes table.
+
+    Protocol:
+        Run protocol §3 (the Phase 5a checks: every cell completes, halts only in the breaker cell,
+        …).
+    """
     import polars as pl
 
     path = Path(args.outcomes)

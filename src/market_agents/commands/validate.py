@@ -12,6 +12,7 @@ from market_agents.inputs import int_in
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma validate`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "validate",
         help="is the market realistic? stylized facts over seeds",
@@ -43,6 +44,21 @@ def _facts(args: tuple[str, list[str], int]) -> dict[str, float]:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Simulate a config over seeds and print the median stylized facts of its mid-price returns
+    against their targets.
+
+    Args:
+        args: the parsed arguments of ``ma validate`` (``ma validate --help`` lists them).
+
+    Returns:
+        The exit code: 0 when every fact meets its target, else 1.
+
+    Raises:
+        ConfigError: seeds out of range.
+
+    Protocol:
+        None (calibration of the baseline, docs/market.md).
+    """
     from market_agents.analysis.stylized import TARGETS, verdict
     from market_agents.errors import ConfigError
 

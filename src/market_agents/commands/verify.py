@@ -7,6 +7,7 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ma verify`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "verify", help="check .research/results/ against .provenance.json and the record",
         description="For RUN_ID (default: every results directory): re-derive metrics.json from "
@@ -19,6 +20,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Check ``.research/results/`` against each run's ``.provenance.json`` and the record
+    (docs/contract.md).
+
+    Args:
+        args: the parsed arguments of ``ma verify`` (``ma verify --help`` lists them).
+
+    Returns:
+        The exit code: 0 when every checked run verifies, else 1.
+
+    Raises:
+        ConfigError: an unreadable record or results directory.
+
+    Protocol:
+        Run protocol §6 (the replication checklist).
+    """
     from market_agents.pipeline.contract import verify
 
     checks = verify(args.run_id, args.root)

@@ -25,6 +25,27 @@ EPS = 1e-12  # float slack on cap comparisons
 
 @dataclass
 class Budget:
+    """The runtime caps of one run: the run's USD cap, per-route caps, per-agent decision caps.
+
+    One per run, shared by every call of the run's :class:`~market_agents.llm.client.LLMClient`
+    (cache look-up, then this budget's reservation, claim, provider, price, store, and
+    this budget's settlement). Amounts are USD of *priced* cost.
+
+    Attributes:
+        usd_cap: the run cap in USD (``population.llm.usd_cap``); None: no run cap.
+        provider_caps: route -> cap in USD (``providers.<route>.usd_cap``).
+        decision_cap: decisions per agent (None: no cap).
+        spent: priced USD charged so far; ``spent_by_route`` the same per route.
+        halted: the run cap was reached (final); ``halted_routes`` the routes halted.
+        halts: one record per halt (scope, where, tick, spent, reserved, next worst, cap),
+            copied into manifest.json.
+        over_cap_usd: priced cost beyond the cap (0 unless a token bound was wrong).
+
+    Protocol:
+        Run protocol §1 (hard limits: per-run ``usd_cap``; the project and pilot caps are the
+        spend ledger's, :mod:`market_agents.protocol.ledger`).
+    """
+
     usd_cap: float | None  # None: no run cap
     provider_caps: dict[str, float] = field(default_factory=dict)  # route -> USD
     decision_cap: int | None = None  # per agent
@@ -40,12 +61,29 @@ class Budget:
 
     @property
     def reserved(self) -> float:
+        """USD reserved by calls in flight (their worst cases), not yet settled."""
         return self._reserved
 
     def admit(self, agent: str, route: str, worst_usd: float, where: str = "",
               tick: int | None = None) -> float:
-        """Reserve ``worst_usd`` (USD, the call's worst case) or raise BudgetExceeded
-        (``.scope``: decision_cap | budget_halt). A halt is final for the run (or route)."""
+        """Reserve a call's worst-case cost before it is sent, or refuse the call.
+
+        Args:
+            agent: the agent id the decision cap counts against ("" for none).
+            route: the provider route (``population.llm.provider_mix`` key) of the call.
+            worst_usd: the call's worst case in USD: its input-token bound plus
+                ``max_output_tokens``, at full price.
+            where: where the call comes from, for the halt record.
+            tick: the market tick of the decision, for the halt record.
+
+        Returns:
+            The USD reserved (``worst_usd``), to hand back to :meth:`settle`.
+
+        Raises:
+            BudgetExceeded: ``.scope`` is ``decision_cap`` (the agent's cap is reached) or
+                ``budget_halt`` (spent + reserved + ``worst_usd`` would pass the run or route
+                cap; the halt is final for the run or route, and recorded in ``halts``).
+        """
         if self.decision_cap is not None and agent:
             if self._decisions[agent] >= self.decision_cap:
                 raise _exceeded("decision_cap", f"{agent}: decision_cap {self.decision_cap} "
@@ -78,7 +116,14 @@ class Budget:
                            "cap": cap})
 
     def settle(self, route: str, reserved: float, usd: float | None) -> None:
-        """Release a reservation and charge the priced cost (None: no answer, no charge)."""
+        """Release a reservation and charge the priced cost of the answer.
+
+        Args:
+            route: the route the reservation was made for.
+            reserved: the USD :meth:`admit` returned for the call.
+            usd: the answer's priced cost in USD (a cache hit: its recorded cost); None when
+                no answer came (a failure): nothing is charged.
+        """
         self._reserved -= reserved
         self._reserved_by_route[route] -= reserved
         if usd is None:

@@ -190,6 +190,7 @@ class Owner:
 
     @classmethod
     def me(cls) -> Owner:
+        """This process: a fresh token, the host, the pid and the process start time."""
         return cls(uuid.uuid4().hex, socket.gethostname(), os.getpid(), _start_time(os.getpid()))
 
 
@@ -225,6 +226,24 @@ class _Undecodable:
 # --- the store ---------------------------------------------------------------------------
 
 class ResponseCache:
+    """The response cache of one directory (docs/cache.md): the record of an experiment.
+
+    Args:
+        path: the cache directory (``--cache``; a design's is ``results/cache/<design>.sqlite``).
+            Created when missing, unless ``readonly``.
+        readonly: only read (``ma cache``, ``ma cache verify``, ``ma library``): the cache must
+            exist and hold entries.
+
+    Raises:
+        CacheError: the path is not a cache directory, the sqlite file is damaged, the cache was
+            emptied or deleted after it held paid answers, it cannot be opened, or (not
+            readonly) a test write fails (a full disk fails here, before any call).
+
+    Protocol:
+        Run protocol §1 (one cache per design, also the recorded decision library) and §6 (a
+        replay from the cache reproduces every run at zero USD).
+    """
+
     def __init__(self, path: str | Path, readonly: bool = False):
         import diskcache
 
@@ -254,7 +273,7 @@ class ResponseCache:
 
     @contextlib.contextmanager
     def _guard(self, what: str) -> Iterator[None]:
-        """sqlite and file errors as one CacheError naming the cache (a full disk, a file
+        """Sqlite and file errors as one CacheError naming the cache (a full disk, a file
         damaged while open)."""
         try:
             yield
@@ -267,7 +286,18 @@ class ResponseCache:
     # --- entries ----------------------------------------------------------------------------
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The stored body, None when absent; :class:`CacheError` when it fails its check."""
+        """The stored answer of a request.
+
+        Args:
+            key: the request key, :meth:`LLMRequest.key` (64 hex characters).
+
+        Returns:
+            The stored body (request, answer text, usage, timing, priced cost, parsed
+            decision), or None when the request has no entry.
+
+        Raises:
+            CacheError: the entry fails its checksum or cannot be read.
+        """
         raw = self._raw(key)
         return None if raw is None else self._body(key, raw)
 
@@ -316,9 +346,24 @@ class ResponseCache:
         return canonical_json({"v": ENTRY_VERSION, "sha256": _checksum(body), "body": body})
 
     def put(self, key: str, body: dict[str, Any], paid: bool = False) -> dict[str, Any]:
-        """Store ``body`` unless an entry exists (first writer wins), release this process's
-        claim on ``key`` in the same transaction, and return the entry the cache now holds:
-        a run uses what the record says. ``paid``: the answer cost money (marks the cache)."""
+        """Store an answer, first writer wins, and release this process's claim on it.
+
+        Both happen in one transaction, and the run then uses what the record says.
+
+        Args:
+            key: the request key, :meth:`LLMRequest.key`.
+            body: the answer to store (JSON-serializable; the checksum is added here).
+            paid: the answer cost money: the cache is marked (``paid.json``), so that emptying
+                or deleting it later is caught as a lost record.
+
+        Returns:
+            The body the cache now holds under ``key``: ``body``, or the entry another process
+            stored first.
+
+        Raises:
+            CacheError: the store cannot be written (a full disk) or the earlier entry fails
+                its check.
+        """
         text = self._text(key, body)
         with self._guard("store an answer"), self._store.transact(retry=True):
             if not self._store.add(key, text, retry=True):
@@ -348,9 +393,22 @@ class ResponseCache:
     # --- claims -------------------------------------------------------------------------------
 
     def claim(self, key: str, lease_s: float) -> tuple[str, dict[str, Any] | None]:
-        """In one transaction: ("answer", body) when the request is answered; ("mine", None)
-        when this process now holds its claim (it was free, stale, or already ours);
-        ("held", claim) when a live owner holds it."""
+        """Claim a request before calling the provider, so processes sharing a cache pay once.
+
+        The answer check and the claim happen in one transaction.
+
+        Args:
+            key: the request key, :meth:`LLMRequest.key`.
+            lease_s: seconds the claim holds before another process may take it over.
+
+        Returns:
+            ``("answer", body)`` when the request is answered; ``("mine", previous)`` when this
+            process now holds the claim (``previous``: the stale or own claim it replaced, or
+            None when it was free); ``("held", claim)`` when a live owner holds it.
+
+        Raises:
+            CacheError: the store cannot be read or written.
+        """
         ck = CLAIM_PREFIX + key
         # a look without the write lock first: waiters poll, and most looks find the claim held
         raw = self._raw(key)
@@ -409,6 +467,7 @@ class ResponseCache:
             return sorted(k for k in self._store.iterkeys() if isinstance(k, str))
 
     def keys(self) -> list[str]:
+        """The request keys of every stored entry, sorted (claims and probes left out)."""
         return [k for k in self._all_keys() if not k.startswith((CLAIM_PREFIX, "probe:"))]
 
     def scan(self) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
@@ -434,4 +493,5 @@ class ResponseCache:
         return len(self.keys())
 
     def close(self) -> None:
+        """Close the sqlite store."""
         self._store.close()

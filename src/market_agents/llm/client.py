@@ -1,6 +1,7 @@
-"""One client in front of every provider: cache (and a claim on the request, so no other
-process pays for it) → budget reservation of the call's worst case → provider (bounded
-retries) → store the answer at once → price → settle the reservation.
+"""One client in front of every provider: cache look-up → budget reservation of the call's
+worst case → a claim on the request in the cache (so no other process pays for it) → provider
+(bounded retries) → price → store the answer at once → settle the reservation (the steps are
+listed on :class:`LLMClient`).
 
 ``complete_many`` sends a batch concurrently (bounded globally and per route) and returns
 results in input order. Budget admission runs in input order before the batch and charges in
@@ -68,11 +69,15 @@ class _Skipped(Exception):
 
 @dataclass(frozen=True)
 class RetryPolicy:
+    """Bounded retries of a transient provider error, with exponential backoff (seconds)."""
+
     max_retries: int = 4
     base_delay_s: float = 0.5
     max_delay_s: float = 30.0
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry ``attempt`` (0-based): the server's ``Retry-After``
+        when it gave one, else ``base_delay_s * 2**attempt``; never more than ``max_delay_s``."""
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.max_delay_s)
         return min(self.base_delay_s * 2**attempt, self.max_delay_s)
@@ -87,6 +92,7 @@ class ReplayOnly(Provider):
         self.live = kind not in FREE_KINDS
 
     async def complete(self, request: LLMRequest) -> LLMResponse:  # pragma: no cover
+        """Never called: a replay serves every answer from the cache."""
         raise AssertionError("a replay never calls a provider")
 
 
@@ -120,6 +126,39 @@ def is_valid_entry(entry: dict) -> bool:
 
 
 class LLMClient:
+    """One client in front of every provider route of a run; the only way the package calls
+    an LLM.
+
+    Each request of a batch goes, in this order (the code's order, ``complete_many``):
+
+    1. cache: look the request up (:meth:`LLMRequest.key`);
+    2. budget: reserve the call's worst case (:meth:`worst_case`), a cache hit included, or
+       hold the agent (``budget_halt``, ``decision_cap``);
+    3. claim: for a miss, claim the request in the cache, or wait for the process holding it;
+    4. provider: call it, with bounded retries of transient errors;
+    5. price: the answer's cost from the price table (USD);
+    6. store: put the answer (or the final failure) in the cache at once;
+    7. settle: release the reservation and charge the priced cost, in input order.
+
+    Args:
+        providers: route -> provider (``population.llm.provider_mix`` keys).
+        prices: the price table (USD per 1M tokens per model).
+        cache: the response cache (the record); None only for an uncached mock run.
+        budget: the run's caps (default: no cap).
+        max_concurrency: calls in flight at once, over all routes.
+        route_concurrency: route -> calls in flight at once on that route.
+        retry: route -> retry policy (default :class:`RetryPolicy`).
+        timeouts: route -> seconds per attempt (also sets claim leases).
+        replay: serve every answer from the cache; a miss is :class:`ReplayMiss`.
+
+    Raises:
+        MarketAgentsError: ``replay`` without a cache.
+
+    Protocol:
+        Run protocol §1 (keys from ``.env`` only; hard spend limits) and §6 (the cache
+        reproduces every run at zero USD). Reference: docs/llm.md, docs/cache.md.
+    """
+
     def __init__(
         self,
         providers: Mapping[str, Provider],
@@ -168,10 +207,29 @@ class LLMClient:
         env: Mapping[str, str] | None = None,
         replay: bool = False,
     ) -> LLMClient:
-        """Build every route's provider and check, before any call: each model has a price,
-        each live route has its key, and live spend has a cap. ``replay``: serve from the
-        cache only (a miss is :class:`ReplayMiss`); no provider client is built and no key is
-        needed."""
+        """Build the client of a run from its ``population.llm`` settings, checking before any
+        call that each model has a price, each live route has its key, and live spend has a
+        cap.
+
+        Args:
+            llm: the run's ``population.llm`` config (routes, models, caps, provider settings).
+            cache_path: the response cache directory, or None.
+            prices: the price table (default: ``config/prices.yaml``, or the file named by
+                ``MARKET_AGENTS_PRICES``).
+            env: where keys are read (default: ``.env`` loaded into the environment).
+            replay: serve from the cache only (a miss is :class:`ReplayMiss`); no provider
+                client is built and no key is needed.
+
+        Returns:
+            The client, with a :class:`Budget` of the run's ``usd_cap``, provider caps and
+            decision cap.
+
+        Raises:
+            ConfigError: a model without a price, a live route without its key, an
+                ``openai_compatible`` route without a ``base_url``, an unknown provider kind.
+            MarketAgentsError: a live provider with ``usd_cap`` 0 (no cap), or replay without
+                a cache.
+        """
         prices = prices or load_prices()
         replay = replay or llm.replay
         if env is None and not replay:
@@ -218,11 +276,31 @@ class LLMClient:
 
     def complete_many(self, requests: Sequence[LLMRequest], parse: Parse | None = None,
                       where: str = "", tick: int | None = None) -> list[LLMResult]:
-        """Results in input order. ``parse(text)`` returns the parsed object or raises
-        (``ValueError``/``ValidationError``: invalid answer); None: free text. ``where``/
-        ``tick`` label a budget halt. Raises :class:`ProviderFatal`, :class:`ReplayMiss`,
-        :class:`ProviderUnavailable` or ``CacheError`` (the run stops), after every answer
-        already received is stored."""
+        """Answer a batch of requests concurrently; results come back in input order.
+
+        Budget admission runs in input order before the batch and charges in input order after
+        it, so results never depend on which answer arrived first.
+
+        Args:
+            requests: the batch (the decisions due at one tick); a repeated request is sent
+                once and its repeats read its record.
+            parse: ``parse(text)`` returns the parsed answer or raises ``ValueError`` /
+                ``ValidationError`` (an invalid answer); None: free text.
+            where: a label for a budget halt (e.g. the run and tick).
+            tick: the market tick, recorded with a budget halt.
+
+        Returns:
+            One :class:`LLMResult` per request, in input order: the answer, validity, usage,
+            priced USD, cache hit, or the hold (``budget_halt``, ``decision_cap``, failure).
+
+        Raises:
+            ProviderFatal: quota, invalid request, auth or unknown model (nothing stored).
+            ReplayMiss: a replay needs an answer the cache does not hold.
+            ProviderUnavailable: no connection to a provider even after the retries.
+            CacheError: the cache is damaged or cannot be written.
+
+        Each is raised after every answer already received is stored.
+        """
         if not requests:
             return []
         loop = self._ensure_loop()
@@ -375,9 +453,11 @@ class LLMClient:
         return self._entry(req, resp, None, attempts, time.monotonic() - start)
 
     def _lease(self, req: LLMRequest, route: str) -> float:
-        """Seconds a claim is held before another host may take it over: every attempt at
-        its timeout, every backoff at its longest, and a minute of slack. (On one host a
-        dead owner is noticed at once.)"""
+        """Seconds a claim is held before another host may take it over.
+
+        Every attempt at its timeout, every backoff at its longest, and a minute of slack (on
+        one host a dead owner is noticed at once).
+        """
         policy = self.retry.get(route, RetryPolicy())
         timeout = req.timeout_s or self.timeouts.get(route, 60.0)
         return (policy.max_retries + 1) * timeout + policy.max_retries * policy.max_delay_s + 60
@@ -454,6 +534,10 @@ class LLMClient:
     # --- bookkeeping ----------------------------------------------------------------------
 
     def usage_summary(self) -> dict[str, Any]:
+        """The run's LLM usage, as manifest.json's ``llm_usage``: requests, calls, answers,
+        cache hits, validity, failures and retries by class, budget halts, tokens and USD
+        (``usd``: priced, the mock's included; ``usd_live``: priced live answers;
+        ``usd_spent``: money actually paid by this process)."""
         c = self.counts
         answered = c["answered"] + c["cache_hits"]
         run_halts = [h for h in self.budget.halts if h["scope"] == "run"]
@@ -506,6 +590,7 @@ class LLMClient:
         return self._loop
 
     def close(self) -> None:
+        """Close every provider's HTTP client, stop the event loop and close the cache."""
         if self._loop is not None:
             async def _close_all():
                 for p in self.providers.values():

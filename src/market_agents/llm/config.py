@@ -57,6 +57,12 @@ class TokenProfile(Strict):
 
 
 class LLMConfig(Strict):
+    """``population.llm``: which providers (routes) and models the LLM traders use and in what
+    shares, the prompt set and revision, memory and channel, caps (``usd_cap`` per run,
+    ``decision_cap`` per agent, per-route caps in ``providers``), the failure tolerance, replay
+    and the frozen library (docs/llm.md).
+    """
+
     provider_mix: dict[str, float] = Field(default_factory=lambda: {"mock": 1.0})
     models: dict[str, str | list[str]] = Field(default_factory=lambda: {"mock": "mock-trader"})
     prompt_set: Literal["single", "diverse"] = "single"
@@ -124,6 +130,12 @@ class LLMConfig(Strict):
         return self
 
     def kind(self, route: str) -> str:
+        """The provider kind of ``route``: its ``providers.<route>.kind``, else the route's own
+        name when it is a kind.
+
+        Raises:
+            ValueError: an unknown route without a declared kind.
+        """
         settings = self.providers.get(route)
         if settings is not None and settings.kind is not None:
             return settings.kind
@@ -139,6 +151,7 @@ class LLMConfig(Strict):
         return [r for r in self.routes() if self.kind(r) not in FREE_KINDS]
 
     def settings(self, route: str) -> ProviderSettings:
+        """The route's provider settings (defaults when it declares none)."""
         return self.providers.get(route) or ProviderSettings()
 
     def structured_output(self, route: str) -> str:
@@ -146,6 +159,7 @@ class LLMConfig(Strict):
         return self.settings(route).structured_output or DEFAULT_MODE
 
     def model_ids(self, route: str) -> list[str]:
+        """The route's model ids (one, or several drawn per slot)."""
         ids = self.models[route]
         return [ids] if isinstance(ids, str) else list(ids)
 

@@ -47,6 +47,22 @@ def snapshot_features(snap: dict[str, Any]) -> np.ndarray:
 
 
 class DecisionLibrary:
+    """Recorded decisions of one model, matched by nearest neighbour on standardized snapshot
+    features (Run protocol §5.4).
+
+    Args:
+        x: snapshot features, shape ``(n, len(FEATURES))``.
+        action: action code per entry (``NAMES``), shape ``(n,)``.
+        qty: quantity per entry, shape ``(n,)``.
+        market: 1 for a market order, shape ``(n,)``.
+        offset: the limit price as a relative offset from mid, shape ``(n,)``.
+        error: the answer's invalidity reason ('' when valid), shape ``(n,)``.
+        meta: the model, prompt id and versions, cache and feature names.
+
+    Raises:
+        ConfigError: an empty library.
+    """
+
     def __init__(self, x: np.ndarray, action: np.ndarray, qty: np.ndarray, market: np.ndarray,
                  offset: np.ndarray, error: np.ndarray, meta: dict[str, Any]):
         if len(x) == 0:
@@ -84,6 +100,9 @@ class DecisionLibrary:
         return idx, np.sqrt(d2[np.arange(len(q)), idx])
 
     def decision(self, i: int, mid: float) -> dict[str, Any]:
+        """Entry ``i`` as a decision at the current ``mid`` price (a limit price is mid × (1 +
+        offset), rounded to cents).
+        """
         action = NAMES[int(self.action[i])]
         market = bool(self.market[i]) or action == "hold"
         price = None if market else round(mid * (1.0 + float(self.offset[i])), 2)
@@ -96,6 +115,13 @@ class DecisionLibrary:
     @classmethod
     def from_cache(cls, path: str | Path, model: str,
                    prompt_id: str | None = None) -> DecisionLibrary:
+        """Build the library from a response cache: every answered single-asset market request
+        of ``model`` (and ``prompt_id`` when given), without memory or channel sections.
+
+        Raises:
+            ConfigError: no matching answered request.
+            CacheError: a damaged cache.
+        """
         from market_agents.llm.cache import ResponseCache
 
         cache = ResponseCache(path)
@@ -140,6 +166,7 @@ class DecisionLibrary:
                    np.array(mkt), np.array(off), np.array(err, dtype=object), meta)
 
     def save(self, path: str | Path) -> Path:
+        """Write the library as a .npz (no pickles), atomically; return ``path``."""
         path = Path(path)
         write_atomic(path, lambda fh: np.savez(
             fh, x=self.x, action=self.action, qty=self.qty, market=self.market,
@@ -149,6 +176,11 @@ class DecisionLibrary:
 
     @classmethod
     def load(cls, path: str | Path) -> DecisionLibrary:
+        """Read a library written by :meth:`save`.
+
+        Raises:
+            ConfigError: unreadable, or built with other features.
+        """
         path = Path(path)
         try:
             with np.load(path, allow_pickle=False) as f:

@@ -22,6 +22,10 @@ PRICES_ENV = "MARKET_AGENTS_PRICES"
 
 
 class ModelPrice(Strict):
+    """One model's row of ``config/prices.yaml``: USD per ``per_tokens`` input, cached-input
+    and output tokens, the cache-write multiplier, with the date and source of the price.
+    """
+
     provider: str
     input: float = Field(ge=0, description="USD per `per_tokens` uncached input tokens")
     cached_input: float = Field(ge=0)
@@ -38,12 +42,19 @@ class ModelPrice(Strict):
 
 
 class PriceTable(Strict):
+    """``config/prices.yaml``: USD per ``per_tokens`` tokens for every model that may be called."""
+
     currency: Literal["USD"]
     per_tokens: int = Field(gt=0)
     models: dict[str, ModelPrice]
     path: str = ""
 
     def price(self, model: str) -> ModelPrice:
+        """The model's row.
+
+        Raises:
+            ConfigError: the model has no row (a model without a price is never called).
+        """
         row = self.models.get(model)
         if row is None:
             raise ConfigError(
@@ -53,9 +64,15 @@ class PriceTable(Strict):
         return row
 
     def cost(self, model: str, usage: Usage) -> float:
+        """The USD an answer of ``model`` with ``usage`` is billed (cached input and cache writes
+        at their rates).
+        """
         return usage_cost(self.price(model), usage, self.per_tokens)
 
     def planned_cost(self, model: str, tokens_in: int, tokens_out: int) -> float:
+        """The USD of one call of ``model`` with ``tokens_in`` input and ``tokens_out`` output
+        tokens, uncached (``ma budget``'s price-table rate).
+        """
         return self.cost(model, Usage(input=tokens_in, output=tokens_out))
 
     def worst_cost(self, model: str, tokens_in: int, tokens_out: int) -> float:
@@ -98,6 +115,12 @@ def usage_cost(row: ModelPrice, usage: Usage, per_tokens: int = 1_000_000) -> fl
 
 
 def load_prices(path: str | Path | None = None) -> PriceTable:
+    """Load the price table: ``path``, else ``$MARKET_AGENTS_PRICES``, else
+    ``config/prices.yaml``.
+
+    Raises:
+        ConfigError: a missing or malformed table.
+    """
     path = Path(path or os.environ.get(PRICES_ENV) or DEFAULT_PATH)
     return _load(str(path.resolve()))
 

@@ -15,6 +15,8 @@ from market_agents.core import canonical_json
 
 @dataclass(frozen=True, slots=True)
 class Message:
+    """One chat message: ``role`` (system, user or assistant) and its text."""
+
     role: str  # "system" | "user" | "assistant"
     content: str
 
@@ -44,6 +46,9 @@ class LLMRequest:
     timeout_s: float | None = None  # transport only: never part of the key
 
     def key_payload(self) -> dict[str, Any]:
+        """The request as it is keyed: every field that can change the answer (transport
+        settings such as the timeout and route left out).
+        """
         data = asdict(self)
         for transport in ("timeout_s", "route"):
             data.pop(transport)
@@ -53,6 +58,7 @@ class LLMRequest:
         return data
 
     def key(self) -> str:
+        """The cache key: SHA-256 (hex) of the canonical JSON of :meth:`key_payload`."""
         return hashlib.sha256(canonical_json(self.key_payload()).encode()).hexdigest()
 
     def input_token_bound(self) -> int:
@@ -78,10 +84,12 @@ class Usage:
     reasoning: int = 0
 
     def to_dict(self) -> dict[str, int]:
+        """The token counts as a dict."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Usage:
+        """Token counts from a dict (missing counts are 0)."""
         return cls(**{k: int(data.get(k, 0)) for k in cls.__dataclass_fields__})
 
 

@@ -12,6 +12,10 @@ from collections.abc import Callable, Iterator
 
 
 class Resting:
+    """A resting limit order: id, owner slot, side (+1 buy, -1 sell), price and remaining
+    quantity in integer ticks and shares, and the tick it expires.
+    """
+
     __slots__ = ("id", "owner", "side", "price", "qty", "expiry")
 
     def __init__(self, oid: int, owner: int, side: int, price: int, qty: int, expiry: int):
@@ -29,18 +33,24 @@ FillFn = Callable[[Resting, int, int], int]
 
 
 class Book:
+    """One asset's limit order book: price levels per side, each a FIFO queue (price-time
+    priority), prices in integer ticks.
+    """
+
     def __init__(self) -> None:
         self.levels: dict[int, dict[int, deque[Resting]]] = {1: {}, -1: {}}
         self.prices: dict[int, list[int]] = {1: [], -1: []}  # ascending
 
     # --- queries ------------------------------------------------------------------------------
     def best(self, side: int) -> int | None:
+        """The best price of ``side`` (+1: highest bid, -1: lowest ask), or None when empty."""
         prices = self.prices[side]
         if not prices:
             return None
         return prices[-1] if side == 1 else prices[0]
 
     def size_at(self, side: int, price: int | None) -> int:
+        """The resting quantity of ``side`` at ``price`` (0 for None)."""
         if price is None:
             return 0
         return sum(o.qty for o in self.levels[side].get(price, ()))
@@ -52,11 +62,13 @@ class Book:
             yield from self.levels[side][p]
 
     def is_crossed(self) -> bool:
+        """Whether the best bid meets or passes the best ask."""
         bid, ask = self.best(1), self.best(-1)
         return bid is not None and ask is not None and bid >= ask
 
     # --- mutation -----------------------------------------------------------------------------
     def add(self, order: Resting) -> None:
+        """Queue ``order`` at the back of its price level."""
         level = self.levels[order.side].get(order.price)
         if level is None:
             level = self.levels[order.side][order.price] = deque()
@@ -64,6 +76,7 @@ class Book:
         level.append(order)
 
     def remove(self, order: Resting) -> None:
+        """Take ``order`` out of its level (a fill, a cancel or an expiry)."""
         level = self.levels[order.side][order.price]
         level.remove(order)
         if not level:

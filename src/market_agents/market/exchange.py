@@ -39,6 +39,10 @@ def order_problem(order: Order, n_assets: int, tick_size: float) -> str | None:
 
 @dataclass
 class Account:
+    """A trader's account, in integer ticks and shares: cash, shares per asset, leverage,
+    what open orders commit, and the open orders themselves.
+    """
+
     slot: int
     kind: str
     is_llm: bool
@@ -53,6 +57,16 @@ class Account:
 
 
 class Exchange:
+    """The exchange of one run: a book per asset (or a periodic call auction), accounts, order
+    checks (funds, short sales, position limits, halts), fills, expiries and the order and trade
+    logs. Cash is integer ticks, so conservation of cash and shares is exact.
+
+    Args:
+        cfg: the ``exchange`` config.
+        n_assets: 1 or 2.
+        start_prices: the opening price of each asset (currency units).
+    """
+
     def __init__(self, cfg: ExchangeConfig, n_assets: int, start_prices: list[float]):
         self.cfg = cfg
         self.n_assets = n_assets
@@ -78,14 +92,19 @@ class Exchange:
 
     # --- units --------------------------------------------------------------------------------
     def to_ticks(self, price: float) -> int:
+        """A price in currency units as integer ticks (at least 1)."""
         return max(1, int(round(price / self.cfg.tick_size)))
 
     def to_price(self, ticks: int) -> float:
+        """Integer ticks as a price in currency units."""
         return round(ticks * self.cfg.tick_size, 10)
 
     # --- accounts -----------------------------------------------------------------------------
     def open_account(self, slot: int, kind: str, is_llm: bool, cash: float, shares: int,
                      leverage: float = 1.0) -> Account:
+        """Open the account of ``slot`` with ``cash`` (currency units) and ``shares`` of each
+        asset; ``leverage`` > 1 may borrow cash and sell short up to that multiple of equity.
+        """
         acct = Account(slot, kind, is_llm, self.to_ticks(cash) if cash > 0 else 0,
                        [shares] * self.n_assets, leverage,
                        committed_sell=[0] * self.n_assets, committed_buy=[0] * self.n_assets)
@@ -102,28 +121,37 @@ class Exchange:
         return cash, shares
 
     def conservation_ok(self) -> bool:
+        """Whether total cash and shares equal their totals at the opening (checked at the end
+        of every run).
+        """
         return self._initial is not None and self._totals() == self._initial
 
     def equity(self, acct: Account) -> float:
+        """The account's equity in ticks: cash plus shares marked at the mid."""
         held = 0.0  # shares marked at the mid, in ticks
         for asset, s in enumerate(acct.shares):
             held += s * self.mid_ticks(asset)
         return acct.cash + held
 
     def mid_ticks(self, asset: int) -> float:
+        """The mid price of ``asset`` in ticks."""
         return self.mid[asset] / self.cfg.tick_size
 
     # --- market state -------------------------------------------------------------------------
     @property
     def halted(self) -> bool:
+        """Whether trading is halted this tick (circuit breaker)."""
         return self.tick < self.halted_until
 
     def halt(self, until: int) -> None:
+        """Halt trading until tick ``until`` (recorded once per halt)."""
         if not self.halted:
             self.halts.append([self.tick, until])
             self.halted_until = until
 
     def begin_tick(self, tick: int) -> None:
+        """Start tick ``tick``: reset the tick's volume and trades, expire orders whose time is
+        up."""
         self.tick = tick
         self.tick_volume = [0] * self.n_assets
         self.tick_trades = [0] * self.n_assets
@@ -135,6 +163,8 @@ class Exchange:
                 self._drop(owner, order, asset)
 
     def end_tick(self) -> None:
+        """Close the tick: run the call auction when one is due, update the mids, then run the
+        rules' hooks (circuit breaker, margin calls)."""
         if self.cfg.mechanism == "call_auction" and self.tick % self.cfg.auction_interval == 0:
             for asset in range(self.n_assets):
                 self._auction(asset)
@@ -324,10 +354,12 @@ class Exchange:
 
     @property
     def order_log(self) -> dict[str, list]:
+        """The order log as columns (``ORDER_COLUMNS``)."""
         return _columns(ORDER_COLUMNS, self.order_rows)
 
     @property
     def trade_log(self) -> dict[str, list]:
+        """The trade log as columns (``TRADE_COLUMNS``)."""
         return _columns(TRADE_COLUMNS, self.trade_rows)
 
 

@@ -17,6 +17,8 @@ from market_agents.config import FundamentalsConfig, Shock
 
 @dataclass(frozen=True)
 class FundamentalPath:
+    """The value paths of a run: V (hidden) and V^pub (public), shape ``(n_assets, ticks)``."""
+
     value: np.ndarray  # V, shape (n_assets, ticks)
     public: np.ndarray  # V^pub, same shape
 
@@ -30,6 +32,18 @@ def _loaded(common: np.ndarray, idio: np.ndarray, loading: np.ndarray) -> np.nda
 def draw_path(
     cfg: FundamentalsConfig, shocks: list[Shock], ticks: int, rng: np.random.Generator
 ) -> FundamentalPath:
+    """Draw the value paths of a run: Gaussian steps and Student-t jumps on a common factor,
+    scheduled shocks, and V^pub = V as of the last news release.
+
+    Args:
+        cfg: the ``fundamentals`` config.
+        shocks: the scheduled shocks (jumps are announced at once; placebos move nothing).
+        ticks: the run's length.
+        rng: the fundamentals stream; every variate is drawn in a fixed order and shape.
+
+    Returns:
+        The :class:`FundamentalPath`.
+    """
     n = cfg.n_assets
     loading = np.array(cfg.factor_loading if cfg.factor_loading else [0.0] * n, dtype=float)
     # Draw every variate in a fixed order and shape so the path depends only on the seed and

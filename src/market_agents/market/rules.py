@@ -16,6 +16,7 @@ class CircuitBreaker:
         self.history: list[list[int]] = [[] for _ in range(n_assets)]
 
     def on_after_tick(self, ex: Exchange) -> None:
+        """Halt trading when a price moved ``halt_threshold`` or more over ``halt_window`` ticks."""
         for asset, hist in enumerate(self.history):
             hist.append(ex.last[asset])
             if len(hist) > self.cfg.halt_window + 1:
@@ -45,6 +46,9 @@ class MarginCall:
         self.leveraged: list | None = None
 
     def on_after_tick(self, ex: Exchange) -> None:
+        """Issue margin calls on leveraged accounts below the maintenance margin, and liquidate
+        them with market orders.
+        """
         if ex.halted:
             return
         if self.leveraged is None:  # accounts are all open before the first tick

@@ -33,6 +33,10 @@ class Cancel(NamedTuple):
 
 # Views are NamedTuples for the same reason: one is built per trader per decision.
 class AssetView(NamedTuple):
+    """What any trader sees of one asset: V^pub (never V), last and mid prices, best quotes and
+    sizes, recent prices and whether it is halted.
+    """
+
     asset: int
     public_value: float  # V^pub: the only value signal any trader sees
     last_price: float

@@ -54,6 +54,10 @@ SANITY_LINE = "SANITY_VALIDATION:"
 
 
 class ModeSpec(Strict):
+    """A run's settings in one mode (sanity, pilot, full): the Snakemake target, whether it
+    writes rehearsal files, and the workflow config file.
+    """
+
     target: str | None = Field(default=None, description="Snakemake target in this mode "
                                "(default: the run's); sanity runs the rehearsal")
     mock: bool = Field(default=False, description="the target writes rehearsal files "
@@ -63,6 +67,8 @@ class ModeSpec(Strict):
 
 
 class StagedInput(Strict):
+    """Files an earlier run wrote that this run reads (staged into its working directory)."""
+
     run: str = Field(description="the earlier run (its run_id) whose files this run reads")
     files: list[str] = Field(min_length=1, description="paths relative to the working "
                              "directory, files or folders")
@@ -71,6 +77,10 @@ class StagedInput(Strict):
 
 
 class RunSpec(Strict):
+    """``config/run/<run_id>.yaml``: the protocol step a run dispatches, its Snakemake target,
+    designs, staged inputs, evaluation tasks and per-mode settings (docs/contract.md).
+    """
+
     run_id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     step: Literal[STEPS] = Field(description="the protocol step this run dispatches")  # type: ignore[valid-type]
     description: str = ""
@@ -100,6 +110,7 @@ class RunSpec(Strict):
         return ModeSpec(**merged)
 
     def target_for(self, mode: str) -> str:
+        """The Snakemake target of ``mode``: the mode's own, else the run's."""
         return self.mode(mode).target or self.target
 
 
@@ -107,10 +118,24 @@ class RunSpec(Strict):
 
 
 def run_config_path(run_id: str, root: Path = Path(".")) -> Path:
+    """``<root>/config/run/<run_id>.yaml``."""
     return root / "config" / "run" / f"{run_id}.yaml"
 
 
 def load_run_spec(run_id: str, root: Path = Path(".")) -> RunSpec:
+    """Read and validate a run config.
+
+    Args:
+        run_id: the run's id (``config/run/<run_id>.yaml``).
+        root: the project directory.
+
+    Returns:
+        The :class:`RunSpec`.
+
+    Raises:
+        ConfigError: no such run config, or an invalid one (the message names the file and
+            key).
+    """
     path = run_config_path(run_id, root)
     if not path.exists():
         known = sorted(p.stem for p in (root / "config" / "run").glob("*.yaml"))
@@ -182,6 +207,7 @@ def input_sources(spec: RunSpec, mode: str) -> dict[str, Path]:
 
 
 def snakemake_command(spec: RunSpec, mode: str) -> list[str]:
+    """The Snakemake command line of a run in ``mode``: its target, cores and config file."""
     m = spec.mode(mode)
     snakefile = Path(__file__).resolve().parents[3] / "Snakefile"
     cmd = [str(Path(sys.executable).parent / "snakemake"), "-s", str(snakefile),
@@ -247,6 +273,9 @@ def live_roots(root: Path) -> dict[str, list[int]]:
 
 
 def changed_live_files(before: dict[str, list[int]], root: Path) -> list[str]:
+    """The files under the live roots that appeared, vanished or changed since ``before``
+    (:func:`live_roots`; a sanity run must change none).
+    """
     now = live_roots(root)
     return sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
 

@@ -16,6 +16,11 @@ _EDGE = re.compile(r"^\s*(\d+)\s*->\s*(\d+)", re.M)
 
 
 def parse_dot(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """The nodes (id -> label) and edges of ``snakemake --rulegraph`` DOT text.
+
+    Raises:
+        ConfigError: the text has no nodes (Snakemake printed an error instead).
+    """
     nodes = {i: label.replace("\\n", " ").replace('\\"', '"') for i, label in _NODE.findall(text)}
     edges = [(a, b) for a, b in _EDGE.findall(text) if a in nodes and b in nodes]
     if not nodes:
@@ -25,6 +30,7 @@ def parse_dot(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
 
 
 def mermaid(nodes: dict[str, str], edges: list[tuple[str, str]]) -> str:
+    """The rule graph as a Mermaid flowchart (top to bottom)."""
     lines = ["flowchart TB"]
     ordered = sorted(nodes.items(), key=lambda kv: int(kv[0]))
     lines += [f'    n{i}["{label}"]' for i, label in ordered]
@@ -78,6 +84,9 @@ def _layers(nodes: dict[str, str], edges: list[tuple[str, str]]) -> dict[str, in
 
 
 def layered_svg(nodes: dict[str, str], edges: list[tuple[str, str]]) -> str:
+    """The rule graph as a layered SVG drawn without Graphviz (each rule one layer below
+    the rules it needs).
+    """
     layer = _layers(nodes, edges)
     rows: dict[int, list[str]] = {}
     for n in sorted(nodes, key=lambda n: (layer[n], nodes[n])):

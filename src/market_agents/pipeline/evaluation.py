@@ -89,7 +89,7 @@ TASKS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
 
 
 def task_types(root: Path = Path(".")) -> dict[str, dict[str, str]]:
-    """name -> {input, description} of every task type ``.research/evaluation.json`` lists;
+    """Name -> {input, description} of every task type ``.research/evaluation.json`` lists;
     ConfigError when the file is missing or lists a type the code does not implement."""
     path = root / EVALUATION
     try:
@@ -109,7 +109,7 @@ def task_types(root: Path = Path(".")) -> dict[str, dict[str, str]]:
 
 
 def read_inputs(directory: Path) -> dict[str, tuple[str, Any]]:
-    """name -> (kind, data) of every file in ``eval_inputs/``."""
+    """Name -> (kind, data) of every file in ``eval_inputs/``."""
     if not directory.is_dir():
         raise ConfigError(f"{directory} does not exist: run `make run` first")
     out: dict[str, tuple[str, Any]] = {}
@@ -125,6 +125,7 @@ def evaluate(run_id: str, tasks: list[str], control: str, inputs_dir: Path) -> d
     """metrics.json of a run: for each input, the result of each task type of its kind.
 
     Args:
+        run_id: the run contract's run id (``config/run/<run_id>.yaml``), for messages.
         tasks: the task types to score (the run config's ``tasks:``, else every listed type).
         control: the control cell of the outcome tasks.
         inputs_dir: the run's ``eval_inputs/``.
@@ -172,6 +173,7 @@ def report(run: dict[str, Any], metrics: dict[str, Any], inputs: dict[str, str],
 
     Args:
         run: run.json (run id, mode, target, commit, execution id).
+        metrics: metrics.json (:func:`evaluate`).
         inputs: eval input file name -> sha256.
         types: the task types' descriptions (:func:`task_types`).
     """

@@ -1,5 +1,5 @@
 """One live workflow invocation per project directory, and the lock of a killed one released
-by itself (README "After a kill": run the same command again).
+by itself (docs/resume.md: after a kill, run the same command again).
 
 Snakemake guards a directory with lock files under ``.snakemake/locks/``. A hard stop (kill -9,
 an out-of-memory kill, a reboot, a preempted job) leaves them behind, and Snakemake cannot tell
@@ -70,6 +70,7 @@ class Holder:
         return f"{self.host}:{self.pid}:{self.started}"
 
     def describe(self) -> str:
+        """The holder in words, for the message that refuses a second invocation."""
         return (f"snakemake pid {self.pid} on host {self.host} (started {self.started}, "
                 f"target {self.target})")
 
@@ -180,7 +181,7 @@ def _alive(pid: int) -> bool:
 
 
 def jobs_of(token: str, proc: Path = Path("/proc")) -> list[int]:
-    """pids of the processes (readable by this user) started under holder ``token``: their
+    """Pids of the processes (readable by this user) started under holder ``token``: their
     environment carries ``MARKET_AGENTS_HOLDER=token``. Empty where there is no ``/proc``."""
     needle = f"{TOKEN_ENV}={token}".encode()
     found = []

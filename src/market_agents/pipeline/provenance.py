@@ -32,6 +32,7 @@ def execution_id(now: dt.datetime | None = None) -> str:
 
 
 def sha256_file(path: Path) -> str:
+    """The SHA-256 (hex) of a file, read in 1 MiB blocks."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):

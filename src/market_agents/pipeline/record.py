@@ -35,7 +35,7 @@ class RecordError(MarketAgentsError):
 
 
 def git(root: Path, *args: str) -> str | None:
-    """stdout of ``git args`` in ``root`` (stripped), None when git fails or is missing."""
+    """Stdout of ``git args`` in ``root`` (stripped), None when git fails or is missing."""
     try:
         done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
                               timeout=30)
@@ -133,6 +133,7 @@ def declare(run_id: str, stage: str, claim: str, run_config: str, config_hash: s
 
 
 def find(runs: list[dict[str, Any]], run_id: str) -> dict[str, Any] | None:
+    """The entry of ``run_id`` in the record's runs, or None."""
     return next((e for e in runs if e["run_id"] == run_id), None)
 
 

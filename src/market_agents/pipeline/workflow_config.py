@@ -28,6 +28,12 @@ _TOKENS = TokenProfile()
 
 
 class WorkflowConfig(Strict):
+    """``config/workflow.yaml``: the design names of each protocol stage, and the protocol's
+    defaults every command reads (planning tokens and USD per decision, project, pilot and
+    re-pilot caps, reconciliation tolerance, T1 seed floor, control cell), the paper's design
+    and the serving switches (replay, new cache, deviation).
+    """
+
     designs_dir: str = Field(default="config/designs", description="where <design>.yaml live")
     exploratory: str = Field(default="exploratory", description="Phase 5a mock design")
     sigma: str = Field(default="sigma", description="free control runs for the outcome SDs")
@@ -93,6 +99,7 @@ class WorkflowConfig(Strict):
         return {GUARD_ENV: json.dumps(self.model_dump(include=set(keep)), sort_keys=True)}
 
     def design_path(self, name: str) -> Path:
+        """``<designs_dir>/<name>.yaml``."""
         return Path(self.designs_dir) / f"{name}.yaml"
 
 
@@ -141,10 +148,14 @@ def schemas() -> dict[str, dict[str, Any]]:
 
 
 def render_schema(schema: dict[str, Any]) -> str:
+    """A JSON schema as the committed text (sorted keys, 2-space indent, final newline)."""
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 
 
 def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
+    """Write ``workflow/schemas/*.schema.json`` from the config models (``ma schema``) and
+    return the paths written.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for name, schema in schemas().items():

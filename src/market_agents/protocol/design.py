@@ -26,6 +26,10 @@ USD = Annotated[float, Field(ge=0)]
 
 
 class CellSpec(Strict):
+    """A cell as written in a design file: name, tier, seeds (a list, a range string or the
+    first ``n_seeds`` of the design's seed pool), dotted overrides and treatment labels.
+    """
+
     name: str = Field(pattern=r"^[A-Za-z0-9_]+$")
     tier: str | None = None
     seeds: list[int] | str | None = None
@@ -50,12 +54,19 @@ class Planning(Strict):
 
 
 class BudgetSpec(Strict):
+    """A design's ``budget``: the project or pilot cap, USD per tier, and reserved USD."""
+
     cap_usd: float | None = Field(default=None, ge=0, description="project or pilot cap")
     tiers: dict[str, USD] = Field(default_factory=dict, description="USD per tier")
     reserved_usd: dict[str, USD] = Field(default_factory=dict, description="e.g. pilot")
 
 
 class DesignSpec(Strict):
+    """A design file as written (``config/designs/*.yaml``): base config, price table,
+    design-level overrides, treatment, cells, planning and budget. :func:`load_design` turns it
+    into a :class:`Design`.
+    """
+
     name: str | None = None
     description: str = ""
     base: str = "../baseline.yaml"
@@ -104,6 +115,10 @@ def parse_seeds(value: list[int] | str, where: str) -> list[int]:
 
 @dataclass
 class Cell:
+    """A validated cell: its name, tier, seeds (in order of use), overrides and treatment, and
+    why it cannot run (``unavailable``) when it cannot.
+    """
+
     name: str
     tier: str | None
     seeds: list[int]
@@ -115,6 +130,10 @@ class Cell:
 
 @dataclass
 class Design:
+    """A loaded, validated design (:func:`load_design`): its cells, base config, overrides,
+    planning settings and budget.
+    """
+
     name: str
     path: Path
     cells: dict[str, Cell]
@@ -128,17 +147,25 @@ class Design:
 
     @property
     def tiers(self) -> dict[str, list[str]]:
+        """Tier label -> its cells, in design order (cells without a tier under the no-tier
+        label)."""
         out: dict[str, list[str]] = {}
         for cell in self.cells.values():
             out.setdefault(label(cell.tier), []).append(cell.name)
         return out
 
     def cell(self, name: str) -> Cell:
+        """The cell ``name``.
+
+        Raises:
+            ConfigError: the design has no such cell.
+        """
         if name not in self.cells:
             raise ConfigError(f"{self.path}: no cell {name!r} (cells: {', '.join(self.cells)})")
         return self.cells[name]
 
     def where(self, cell: str) -> str:
+        """``<design file>: cell '<cell>'``, the prefix of every message about a cell."""
         return f"{self.path}: cell {cell!r}"
 
     def cell_config(self, cell: str, mock: bool = False) -> Config:
@@ -201,6 +228,16 @@ class Design:
 
     def runs(self, cells: list[str] | None = None, max_seeds: int | None = None,
              include_unavailable: bool = False) -> list[tuple[str, int]]:
+        """The (cell, seed) pairs to run, in design order.
+
+        Args:
+            cells: only these cells (default: every cell).
+            max_seeds: only the first seeds of each cell (its seeds are used in order).
+            include_unavailable: include cells that cannot run.
+
+        Returns:
+            ``[(cell, seed), ...]``.
+        """
         names = cells or list(self.cells)
         out = []
         for name in names:
@@ -241,6 +278,9 @@ def run_dir(design_name: str, cell: str, seed: int, mock: bool = False,
 
 
 def design_dir(design_name: str, mock: bool = False, root: Path | str = RESULTS) -> Path:
+    """Where a design's run directories live: ``<root>/runs/<design>`` (``rehearsal``
+    instead of ``runs`` for a mock rehearsal).
+    """
     return Path(root) / ("rehearsal" if mock else "runs") / design_name
 
 
@@ -269,8 +309,25 @@ def freeze_path(mock: bool = False, root: Path | str = RESULTS) -> Path:
 
 
 def load_design(path: str | Path, results: Path | str = RESULTS) -> Design:
-    """Load and validate a design file; ``results`` is the results root its equal-USD cells
-    read the freeze from."""
+    """Load a design file and validate it in full before anything runs.
+
+    Args:
+        path: the design YAML (``config/designs/*.yaml``): a base config, design-level
+            overrides, cells (dotted overrides + seeds, optionally a tier) and a budget.
+        results: the results root whose freeze the equal-USD cells read their cap from.
+
+    Returns:
+        The :class:`Design`: its cells in file order, each with its seeds and tier.
+
+    Raises:
+        ConfigError: a malformed file, an unknown override key, a duplicated cell, an empty
+            seed list, budgets that do not add up, a live model without a price, or (for an
+            equal-USD cell) a freeze without its cap; the message names the file and key.
+
+    Protocol:
+        Run protocol §3 (Phase 5a exploratory, sigma), §4 (pilot) and §5.1-§5.2 (the
+        confirmatory base, cells, tiers and budget).
+    """
     path = Path(path)
     raw = read_yaml(path)
     try:

@@ -27,6 +27,7 @@ LOG = "manifests/deviations.jsonl"
 
 
 def log_path(root: Path | str = "results") -> Path:
+    """The deviations log of a results root: ``<root>/manifests/deviations.jsonl``."""
     return Path(root) / LOG
 
 

@@ -36,10 +36,14 @@ class FreezeError(MarketAgentsError):
 
 
 def sha256_file(path: Path) -> str:
+    """The SHA-256 (hex) of a file's bytes."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def frozen_hashes(package_root: Path = PACKAGE_ROOT) -> dict[str, str]:
+    """The SHA-256 of every frozen file (``FROZEN_FILES``, paths under the package root):
+    the prompt, the answer schema and the outcome definitions (Run protocol §5.1).
+    """
     return {name: sha256_file(package_root / name) for name in FROZEN_FILES}
 
 
@@ -132,6 +136,11 @@ def build(
 
 
 def load(path: Path) -> dict[str, Any]:
+    """Read a freeze file.
+
+    Raises:
+        FreezeError: it does not exist (confirmatory live runs need one) or is malformed.
+    """
     if not path.exists():
         raise FreezeError(f"{path} does not exist: confirmatory live runs need a freeze; review "
                           "the pilot, then run `snakemake freeze`")
@@ -222,6 +231,7 @@ def verify(freeze: dict[str, Any], facts: dict[str, Any], git: dict[str, Any],
 
 
 def refusal(where: str, changed: list[str]) -> str:
+    """The message that refuses a confirmatory run whose frozen inputs changed, with what to do."""
     return (f"{where} no longer matches: {'; '.join(changed)}. Confirmatory runs refuse to "
             "start: restore the frozen code/design and commit, or pass --deviation \"reason\" "
             "to run anyway (logged in results/manifests/deviations.jsonl and in every run "
@@ -292,6 +302,9 @@ def fingerprint(design) -> dict[str, Any]:
 
 
 def design_facts(design) -> dict[str, Any]:
+    """What the freeze records of a design: its base config hash, fingerprint, budgets, and per
+    cell the tier, overrides, seeds, models, live decisions and planned USD (Run protocol §5.1).
+    """
     from market_agents.protocol.planning import plan_design
 
     cells = {}
@@ -308,6 +321,7 @@ def design_facts(design) -> dict[str, Any]:
 
 
 def default_thresholds() -> dict[str, Any]:
+    """The outcome thresholds the freeze records by default (bubble, crash, VAR order, horizon)."""
     from dataclasses import asdict
 
     from market_agents.analysis.outcomes import Thresholds
@@ -378,6 +392,8 @@ def fundamentals_check(run_dirs: dict[int, Path], fundamentals: dict[str, Any],
             "shocks": …}``); they must be the confirmatory base's (``confirmatory``), or the
             measurement confirms nothing.
         confirmatory: the confirmatory base's fundamentals block and shocks.
+        target: the target SD of V^pub/V − 1 (default 0.005: the protocol's ≈ 0.5 %).
+        tolerance: the relative tolerance around ``target`` (default 0.25: 25 %).
 
     Raises: FreezeError when the blocks differ or a run's ticks are missing.
     """

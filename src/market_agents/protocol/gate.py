@@ -25,6 +25,11 @@ from market_agents.sim.rundir import OUTCOMES_FILE
 
 @dataclass(frozen=True)
 class Caps:
+    """The caps a budget gate checks, in USD: the tier's budget, the pilot cap (only when
+    gating the pilot), the project cap and what the project has spent, the tolerance over
+    plan that triggers the order of sacrifice, and T1's seed floor (Run protocol §5.3).
+    """
+
     tier_budget_usd: float | None  # None: the design sets no budget for this tier
     pilot_cap_usd: float | None  # set only when gating the pilot design
     project_cap_usd: float
@@ -148,6 +153,7 @@ def _by_cell(runs: Iterable[RunPlan]) -> dict[str, list[int]]:
 
 
 def is_approved(manifest: dict, cell: str, seed: int) -> bool:
+    """Whether a gate manifest approves ``seed`` of ``cell`` (a cut seed is not approved)."""
     return seed in manifest.get("approved", {}).get(cell, [])
 
 

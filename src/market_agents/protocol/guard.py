@@ -51,6 +51,7 @@ class Guard:
 
     @property
     def freeze_file(self) -> Path:
+        """The freeze file the guard checks against."""
         return self.freeze_path or Path(self.root) / FREEZE_FILE
 
     def _frozen(self) -> dict[str, Any] | None:

@@ -55,16 +55,20 @@ class Spend:
 
     @property
     def total_usd(self) -> float:
+        """Every entry's USD: the project's recorded spend, unfinished jobs at their plan."""
         return sum(e.usd for e in self.entries)
 
     @property
     def unsettled_usd(self) -> float:
+        """The planned USD of jobs that started and never recorded what they paid."""
         return sum(e.usd for e in self.entries if not e.settled)
 
     def design_usd(self, design: str) -> float:
+        """The USD of one design's entries (e.g. the pilot's, against the pilot cap)."""
         return sum(e.usd for e in self.entries if e.design == design)
 
     def summary(self) -> dict[str, Any]:
+        """The ledger in figures: total, unsettled, USD by kind and the number of entries."""
         by_kind: dict[str, float] = {}
         for e in self.entries:
             by_kind[e.kind] = by_kind.get(e.kind, 0.0) + e.usd

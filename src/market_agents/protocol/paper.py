@@ -151,6 +151,9 @@ def plan_frame(design: Design) -> pl.DataFrame:
 
 
 def read_cuts(design: Design, tiers: list[str], root: Path) -> pl.DataFrame:
+    """The seeds the budget gates cut, per tier (tier, cell, seed, USD), from the gate
+    manifests.
+    """
     rows = []
     for tier in tiers:
         path = gate.manifest_path(design.name, tier, root)
@@ -183,6 +186,14 @@ def read_pilot(roles: Roles, rehearsal: bool, root: Path,
 
 def read_mde(design: Design, pilot: dict | None, rehearsal: bool,
              root: Path) -> tuple[dict, str]:
+    """The minimum detectable effects of the design's cells, and where they came from.
+
+    From the freeze when there is one; otherwise computed as the freeze does from the pilot's
+    σ̂_d; else none.
+
+    Returns:
+        (cell -> outcome -> MDE, the source as text).
+    """
     from market_agents.protocol import freeze
 
     path = root / FREEZE
@@ -199,6 +210,9 @@ def read_mde(design: Design, pilot: dict | None, rehearsal: bool,
 
 
 def hashes() -> dict[str, str]:
+    """The SHA-256 of the frozen prompt and schema code, and of the decision schema's
+    canonical JSON (for the model cards).
+    """
     from market_agents.llm.schema import decision_schema
     from market_agents.protocol.freeze import frozen_hashes
 

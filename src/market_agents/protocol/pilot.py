@@ -187,7 +187,8 @@ def after_failed_pilot(pilot: dict[str, Any], repilot: dict[str, Any] | None,
     else what the freeze records (``repilot``); ConfigError saying what to do otherwise.
 
     Args:
-        pilot: the pilot manifest; repilot: the re-pilot's manifest, or None when absent.
+        pilot: the pilot manifest.
+        repilot: the re-pilot's manifest, or None when absent.
         versions: the confirmatory design's prompt revisions (:func:`prompt_versions`).
         where: the re-pilot manifest's path, for the messages.
     """

@@ -42,11 +42,17 @@ class RunPlan:
 
     @property
     def done(self) -> bool:
+        """Whether the run has finished (its paid USD is known)."""
         return self.spent_usd is not None
 
 
 @dataclass
 class CellPlan:
+    """The plan of one cell: per run, its live decisions (by model), planned USD at the
+    planning rate and at the price-table rate, and its per-run cap; ``decisions`` and ``usd``
+    are over the cell's seeds.
+    """
+
     cell: str
     tier: str | None
     seeds: list[int]
@@ -62,27 +68,36 @@ class CellPlan:
 
     @property
     def decisions(self) -> int:
+        """Planned live decisions over the cell's seeds."""
         return round(self.run_decisions * len(self.seeds))
 
     @property
     def usd(self) -> float:
+        """Planned USD over the cell's seeds, at the planning rate."""
         return self.run_usd * len(self.seeds)
 
     @property
     def table_usd(self) -> float:
+        """Planned USD over the cell's seeds, at the price-table rate."""
         per_run = sum(d * self.table_rate.get(m, 0.0) for m, d in self.by_model.items())
         return per_run * len(self.seeds)
 
     def model_decisions(self) -> dict[str, int]:
+        """Planned live decisions over the cell's seeds, per model."""
         return {m: round(d * len(self.seeds)) for m, d in self.by_model.items()}
 
     def to_dict(self) -> dict:
+        """The plan as a JSON-ready dict, totals included (``ma budget --json``)."""
         return {**asdict(self), "n_seeds": len(self.seeds), "decisions": self.decisions,
                 "usd": round(self.usd, 6), "table_usd": round(self.table_usd, 6),
                 "model_decisions": self.model_decisions()}
 
 
 def decisions_per_agent(design: Design, cell: str) -> int:
+    """Decisions each LLM agent of ``cell`` makes in one run: ⌊(ticks − burn_in) /
+    decision_interval⌋ (27 on the protocol's base) unless the design's planning fixes it, capped
+    at the cell's ``decision_cap``.
+    """
     config = design.cell_config(cell)
     return config_decisions_per_agent(config, design.planning.decisions_per_agent)
 
@@ -146,6 +161,21 @@ def plan_config(config: Config, tokens_in: int = _TOKENS.tokens_in,
 def plan_cell(design: Design, cell: str, tokens_in: int = _TOKENS.tokens_in,
               tokens_out: int = _TOKENS.tokens_out,
               max_seeds: int | None = None) -> CellPlan:
+    """Plan one cell (Run protocol §4 and §5.2).
+
+    Args:
+        design: the loaded design.
+        cell: the cell's name.
+        tokens_in: planned input tokens per decision (the price-table rate).
+        tokens_out: planned output tokens per decision.
+        max_seeds: plan only the first seeds of the cell.
+
+    Returns:
+        The :class:`CellPlan` (all zero for an unavailable cell).
+
+    Raises:
+        ConfigError: a live model without a planning price, or a bad cell config.
+    """
     c = design.cell(cell)
     seeds = c.seeds[:max_seeds]
     if c.unavailable:
@@ -177,6 +207,7 @@ def plan_cell(design: Design, cell: str, tokens_in: int = _TOKENS.tokens_in,
 def plan_design(design: Design, tokens_in: int = _TOKENS.tokens_in,
                 tokens_out: int = _TOKENS.tokens_out,
                 cells: list[str] | None = None, max_seeds: int | None = None) -> list[CellPlan]:
+    """Plan every cell of a design (or ``cells``), in design order (see :func:`plan_cell`)."""
     return [plan_cell(design, c, tokens_in, tokens_out, max_seeds) for c in cells or design.cells]
 
 
@@ -189,6 +220,7 @@ def run_plans(design: Design, cells: list[str] | None = None,
 
 
 def tier_totals(plans: list[CellPlan]) -> dict[str, dict[str, float]]:
+    """Tier label -> planned decisions, USD at the planning rate and USD at the table rate."""
     out: dict[str, dict[str, float]] = {}
     for p in plans:
         t = out.setdefault(label(p.tier), {"decisions": 0, "usd": 0.0, "table_usd": 0.0})
@@ -224,6 +256,7 @@ def check_budgets(design: Design) -> None:
 
 
 def render(design: Design, plans: list[CellPlan], tokens_in: int, tokens_out: int) -> str:
+    """The ``ma budget`` table: one line per cell, grouped by tier, with tier totals."""
     lines = [f"{design.name}: planned live decisions and USD "
              f"({tokens_in} tokens in, {tokens_out} out per decision)",
              f"{'tier':<5} {'cell':<18} {'seeds':>5} {'n_llm':>5} {'dec/run':>8} "
@@ -314,6 +347,9 @@ def measured_profile(paths: list[str]) -> list[dict]:
 
 
 def render_measured(rows: list[dict], tokens_in: int, tokens_out: int) -> str:
+    """The measured tokens per decision beside the planning profile (``ma budget``'s last
+    lines).
+    """
     lines = [f"tokens per decision: planning profile {tokens_in} in / {tokens_out} out (the "
              "figures above); measured, as the providers counted them:"]
     lines += [f"  {r['model']:<28} {r['prompt_version']:<4} {r['tokens_in']:>7.1f} in "

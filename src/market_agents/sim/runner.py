@@ -24,6 +24,7 @@ from market_agents.sim import rundir
 
 
 def git_revision() -> str:
+    """The commit of the package's checkout (``git rev-parse HEAD``), or ``unknown``."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=5, cwd=Path(__file__).resolve().parent)
@@ -33,6 +34,7 @@ def git_revision() -> str:
 
 
 def package_version() -> str:
+    """The installed version of market_agents, or ``unknown``."""
     try:
         return version("market_agents")
     except PackageNotFoundError:
@@ -114,13 +116,39 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
                record: dict | None = None) -> Path:
     """Simulate ``config`` with ``seed`` into the run directory ``out`` (complete or absent).
 
-    ``cache``: the response cache (checked first, see :func:`prepare_cache`). ``expect``: a
-    finished run this one must reproduce decision by decision (default: ``out`` itself when it
-    exists): a stored answer that differs from the one that run used stops the run
-    (``ReplayMismatch``). Raises ``RunFailed`` (after writing ``<out>.failed.json``) when too
-    many LLM calls failed, ``OSError`` naming ``out`` when the files cannot be written.
-    ``record``: keys added to manifest.json (the guards' freeze and deviation record of a live
-    run, docs/guards.md)."""
+    The files are written to a temporary sibling of ``out`` and renamed into place, so a run
+    directory is either complete or absent (docs/market.md, "Run directory"; the format is
+    :mod:`market_agents.sim.rundir`).
+
+    Args:
+        config: the validated simulation config (:class:`~market_agents.config.Config`).
+        seed: the run seed, 0 .. 2**32 - 1; it spawns every random stream of the run.
+        out: the run directory to write (its parent must be writable).
+        cache: the response cache directory (the record of every LLM answer), checked first
+            by :func:`prepare_cache`; None for a classical run or an uncached mock run.
+        progress: show a progress bar (None: only on a terminal).
+        new_cache: allow starting an empty cache where a live run expects answers.
+        expect: a finished run this one must reproduce decision by decision (default: ``out``
+            itself when it exists).
+        paid_runs: (run directory, USD paid) of the finished runs sharing the cache, for the
+            cache check.
+        record: keys added to manifest.json (the guards' freeze and deviation record of a
+            live run, docs/guards.md).
+
+    Returns:
+        The run directory ``out``: config.yaml, manifest.json and the ticks, trades, orders,
+        agents and llm_decisions parquet files.
+
+    Raises:
+        ConfigError: a bad seed, or ``expect`` is not a finished run of this config and seed.
+        ReplayMismatch: a stored answer differs from the one the expected run used.
+        RunFailed: too many LLM calls failed (after writing ``<out>.failed.json``).
+        OSError: the files cannot be written (the message names ``out``).
+
+    Protocol:
+        Run protocol §1 (the run directory and its files) and §6 (every manifest carries
+        config_hash, git_revision, shocks and final_conservation_ok).
+    """
     from market_agents.agents.llm_trader import RunFailed
     from market_agents.sim.simulation import simulate
 

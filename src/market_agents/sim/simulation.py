@@ -31,12 +31,28 @@ MIX_ORDER = ("fundamentalist", "trend", "noise", "leveraged", "statarb")
 
 @dataclass(frozen=True)
 class Population:
+    """Who sits in each trader slot: its classical type, which slots are LLM traders, and
+    each slot's activation phase (shape ``(n_traders,)``, in 0..decision_interval-1).
+    """
+
     types: tuple[str, ...]  # classical type of every slot (what it is when it is not an LLM)
     llm_slots: tuple[int, ...]
     phases: np.ndarray  # activation phase of every slot, in 0..decision_interval-1
 
 
 def assign_population(config: Config, streams: streams_mod.Streams) -> Population:
+    """Draw the population of a run from the slot and activation streams.
+
+    A slot's classical type does not depend on how many slots are LLM traders, so turning a
+    slot into an LLM trader changes that slot's decisions and nothing else.
+
+    Args:
+        config: the run's config (``population``, ``simulation.decision_interval``).
+        streams: the run's named random streams.
+
+    Returns:
+        The :class:`Population`.
+    """
     pop = config.population
     n, n_mm = pop.n_traders, pop.n_market_makers
     eligible = np.arange(n_mm, n)
@@ -59,12 +75,20 @@ def assign_population(config: Config, streams: streams_mod.Streams) -> Populatio
 
 
 def activation_ticks(config: Config, phase: int) -> range:
+    """The ticks at which a slot with ``phase`` decides: every ``decision_interval`` ticks
+    from ``burn_in + phase`` to the end of the run.
+    """
     sim = config.simulation
     return range(sim.burn_in + int(phase), sim.ticks, sim.decision_interval)
 
 
 def build_traders(config: Config, streams: streams_mod.Streams, population: Population,
                   ex: Exchange) -> dict[int, Trader]:
+    """One trader per slot: classical by type, or an LLM trader in an LLM slot.
+
+    Returns:
+        Slot -> trader.
+    """
     pop = config.population
     traders: dict[int, Trader] = {}
     llm = set(population.llm_slots)
@@ -153,6 +177,9 @@ class Run:
         return out
 
     def view(self, slot: int, public: list[tuple]) -> MarketView:
+        """What the trader in ``slot`` sees this tick: its account and the public market
+        (V^pub, never V).
+        """
         # One view per maker per tick and per trader decision (the largest cost after order
         # handling): fields in MarketView's order, settings read once in __init__, and the
         # one-asset market without a loop.
@@ -171,6 +198,7 @@ class Run:
                           self.position_limit, acct.leverage, open_orders)
 
     def execute(self) -> dict[str, Any]:
+        """Run the tick loop to the end and build the run's tables (see :func:`simulate`)."""
         sim, ex = self.config.simulation, self.ex
         n_assets = self.config.fundamentals.n_assets
         rows: list[tuple] = []  # one per tick and asset, in TICKS_SCHEMA's column order
@@ -267,8 +295,33 @@ def simulate(config: Config, seed: int, cache_path: str | Path | None = None,
              progress: bool | None = None,
              expected: dict[tuple[int, int], str | None] | None = None,
              expected_from: str = "") -> dict[str, Any]:
-    """Run one simulation and return its tables. ``expected``: the answer hashes per (tick,
-    slot) of a run this one must reproduce (see :class:`LLMTraderPool`)."""
+    """Run one simulation in memory and return its tables (nothing is written).
+
+    Args:
+        config: the validated simulation config.
+        seed: the run seed, 0 .. 2**32 - 1; named streams are spawned from it
+            (:mod:`market_agents.rng`), so an LLM slot changes that slot's decisions only.
+        cache_path: the LLM response cache directory, or None.
+        progress: show a progress bar (None: only on a terminal).
+        expected: the answer hashes per (tick, slot) of a run this one must reproduce (see
+            :class:`~market_agents.agents.llm_trader.LLMTraderPool`), or None.
+        expected_from: where ``expected`` came from, for the error message.
+
+    Returns:
+        ``{"ticks", "trades", "orders", "agents", "llm_decisions"}``: polars DataFrames with
+        the schemas of :data:`market_agents.sim.rundir.SCHEMAS` (ticks: one row per tick and
+        asset, ``simulation.ticks × n_assets`` rows), and ``"summary"``: the manifest's run
+        fields (conservation, halts, rejects, margin calls, LLM usage and activity).
+
+    Raises:
+        RunFailed: the LLM failures passed ``population.llm.max_failure_rate``.
+        ReplayMismatch: an answer differs from ``expected``.
+        CacheError: the cache is damaged, or a replay misses an answer.
+
+    Protocol:
+        Run protocol §6 (same config + seed + cache: byte-identical tables) and §3
+        (information parity: every trader, classical or LLM, sees V^pub only).
+    """
     run = Run(config, seed, cache_path, progress, expected, expected_from)
     try:
         return run.execute()

@@ -228,15 +228,18 @@ class FakeAPI:
 
     @property
     def url(self) -> str:
+        """The server's base URL on 127.0.0.1."""
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> FakeAPI:
+        """Serve in a daemon thread; return the server."""
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,),
                                        daemon=True)
         self.thread.start()
         return self
 
     def stop(self) -> None:
+        """Stop serving and close the socket."""
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -260,6 +263,9 @@ class FakeAPI:
             return self.arrived.wait_for(lambda: self.open_connections == 0, timeout)
 
     def plan(self, path: str, raw: bytes) -> tuple[str, float, bytes]:
+        """Decide how to answer a request: its fault (``ok``, an injected fault, or a seeded
+        429/500 on a first attempt), its delay in seconds, and the digest its answer is drawn from.
+        """
         digest = hashlib.sha256(raw).digest()
         with self.lock:
             fault = self.faults.popleft() if self.faults else (self.fault_all or "ok")
@@ -277,6 +283,7 @@ class FakeAPI:
         return fault, delay, digest
 
     def record(self, entry: dict[str, Any]) -> None:
+        """Keep a request's log entry (and append it to the log file, when one is set)."""
         with self.lock:
             self.requests.append(entry)
             if self.log_path is not None:
@@ -479,6 +486,14 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the fake API from the command line until interrupted.
+
+    Args:
+        argv: ``[--port N] [--log FILE] [--latency S] ...`` (``--help`` lists them).
+
+    Returns:
+        The exit code: 0.
+    """
     p = argparse.ArgumentParser(prog="python -m market_agents.testing.fakeserver",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--port", type=int, default=0, help="0: any free port (printed)")

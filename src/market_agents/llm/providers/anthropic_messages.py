@@ -17,10 +17,15 @@ NO_EFFORT_PREFIXES = (
 
 
 def supports_effort(model: str) -> bool:
+    """Whether ``model`` takes the ``effort`` setting (older Claude models do not)."""
     return not model.startswith(NO_EFFORT_PREFIXES)
 
 
 class AnthropicProvider(SDKProvider):
+    """Anthropic's Messages API: the answer schema as ``output_config.format``, ``effort``
+    where the model supports it, the system prompt marked for prompt caching.
+    """
+
     kind = "anthropic"
 
     def __init__(self, route: str, settings: ProviderSettings, key: str | None, url: str | None):
@@ -33,6 +38,7 @@ class AnthropicProvider(SDKProvider):
         )
 
     def payload(self, request: LLMRequest) -> dict:
+        """The Messages API arguments of ``request``."""
         system, rest = split_system(structured.messages(request))
         kwargs: dict = {
             "model": request.model,
@@ -58,6 +64,12 @@ class AnthropicProvider(SDKProvider):
         return kwargs
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        """Send ``request`` and return the answer text, usage (cache reads and writes
+        included) and latency.
+
+        Raises:
+            ProviderError: a transport failure, classified (retryable or fatal).
+        """
         resp, latency = await self.send(self._client.messages.create, request)
         text = "".join(b.text for b in resp.content if getattr(b, "type", "") == "text")
         u = resp.usage

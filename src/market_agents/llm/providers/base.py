@@ -25,6 +25,10 @@ FATAL_NAMES = {"quota": "quota exhausted", "bad_request": "invalid request",
 
 
 class ProviderError(Exception):
+    """A transport failure, with its error class (``RETRYABLE``: retried with backoff;
+    ``FATAL``: the run stops), a detail safe to log and the server's ``Retry-After``.
+    """
+
     def __init__(self, error_class: str, detail: str = "", retry_after: float | None = None):
         super().__init__(f"{error_class}: {detail}" if detail else error_class)
         self.error_class = error_class
@@ -33,10 +37,18 @@ class ProviderError(Exception):
 
     @property
     def fatal(self) -> bool:
+        """Whether every further call would fail the same way (quota, auth, bad request, unknown
+        model).
+        """
         return self.error_class in FATAL
 
 
 class Provider(abc.ABC):
+    """One provider route: turns an :class:`LLMRequest` into an :class:`LLMResponse`. Knows
+    nothing of the cache, prices or budgets (``client.py`` wraps it). ``live``: whether money
+    changes hands.
+    """
+
     kind: str = ""
     live: bool = True  # False: no money changes hands (the mock)
 
@@ -44,12 +56,15 @@ class Provider(abc.ABC):
         self.route = route
 
     @abc.abstractmethod
-    async def complete(self, request: LLMRequest) -> LLMResponse: ...
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """Answer ``request``; a transport failure raises :class:`ProviderError`."""
 
     def is_retryable(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is a transient failure worth retrying."""
         return isinstance(exc, ProviderError) and exc.error_class in RETRYABLE
 
     async def aclose(self) -> None:
+        """Close the provider's HTTP client (nothing to close here)."""
         return None
 
 
@@ -61,7 +76,8 @@ class SDKProvider(Provider):
     _client: Any
 
     @abc.abstractmethod
-    def payload(self, request: LLMRequest) -> dict: ...
+    def payload(self, request: LLMRequest) -> dict:
+        """The SDK call's keyword arguments for ``request``."""
 
     async def send(self, create: Callable[..., Awaitable[Any]], request: LLMRequest
                    ) -> tuple[Any, float]:
@@ -75,10 +91,14 @@ class SDKProvider(Provider):
         return resp, time.monotonic() - start
 
     async def aclose(self) -> None:
+        """Close the SDK client."""
         await self._client.close()
 
 
 def split_system(messages: tuple[Message, ...]) -> tuple[str, list[dict[str, Any]]]:
+    """The system messages joined into one text, and the other messages as role/content
+    dicts (APIs that take the system prompt apart).
+    """
     system = "\n\n".join(m.content for m in messages if m.role == "system")
     rest = [{"role": m.role, "content": m.content} for m in messages if m.role != "system"]
     return system, rest

@@ -38,6 +38,9 @@ def _rule_for(prompt_id: str) -> TextRule | None:
 
 
 def request_rng(request: LLMRequest) -> np.random.Generator:
+    """A generator seeded from the request's key alone: the same request always gets the
+    same answer.
+    """
     digest = hashlib.sha256(("mock|" + request.key()).encode()).digest()
     return np.random.Generator(np.random.PCG64(int.from_bytes(digest[:16], "little")))
 
@@ -96,6 +99,10 @@ def _invalid(decision: dict, rng: np.random.Generator) -> str:
 
 
 class MockProvider(Provider):
+    """The free mock (``live = False``): a trading rule toward V^pub, ``invalid_rate`` of
+    invalid answers, synthetic usage and optional ``latency_s``, all from the request alone.
+    """
+
     kind = "mock"
     live = False
 
@@ -105,6 +112,7 @@ class MockProvider(Provider):
         self.invalid_rate = settings.invalid_rate
 
     def answer(self, request: LLMRequest) -> tuple[str, Usage]:
+        """The mock's answer text and synthetic usage for ``request`` (no waiting)."""
         rng = request_rng(request)
         invalid = rng.random() < self.invalid_rate
         rule = _rule_for(request.prompt_id)
@@ -123,6 +131,7 @@ class MockProvider(Provider):
         return text, Usage(input=tokens_in, output=tokens_out, reasoning=reasoning)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        """The mock's answer, after its deterministic latency when one is set."""
         text, usage = self.answer(request)
         latency = 0.0
         if self.latency_s > 0:

@@ -12,6 +12,8 @@ from market_agents.llm.types import LLMRequest, LLMResponse, Usage
 
 
 class OpenAICompatibleProvider(SDKProvider):
+    """A server speaking OpenAI chat completions at ``base_url`` (vLLM, Ollama, llama.cpp)."""
+
     kind = "openai_compatible"
 
     def __init__(self, route: str, settings: ProviderSettings, key: str | None, url: str):
@@ -24,6 +26,9 @@ class OpenAICompatibleProvider(SDKProvider):
         )
 
     def payload(self, request: LLMRequest) -> dict:
+        """The chat-completions arguments of ``request``, the schema sent per the route's
+        ``structured_output`` mode.
+        """
         kwargs: dict = {
             "model": request.model,
             "messages": [{"role": m.role, "content": m.content}
@@ -47,6 +52,11 @@ class OpenAICompatibleProvider(SDKProvider):
         return kwargs
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        """Send ``request`` and return the answer text, usage and latency.
+
+        Raises:
+            ProviderError: a transport failure, or a response without choices.
+        """
         resp, latency = await self.send(self._client.chat.completions.create, request)
         if not resp.choices:
             raise ProviderError("bad_response", "no choices")

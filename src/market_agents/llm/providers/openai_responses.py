@@ -11,6 +11,10 @@ from market_agents.llm.types import LLMRequest, LLMResponse, Usage
 
 
 class OpenAIProvider(SDKProvider):
+    """OpenAI's Responses API: ``store=False``, strict json_schema output, reasoning effort,
+    ``prompt_cache_key`` per prompt id.
+    """
+
     kind = "openai"
 
     def __init__(self, route: str, settings: ProviderSettings, key: str | None, url: str | None):
@@ -23,6 +27,7 @@ class OpenAIProvider(SDKProvider):
         )
 
     def payload(self, request: LLMRequest) -> dict:
+        """The Responses API arguments of ``request``."""
         system, rest = split_system(structured.messages(request))
         kwargs: dict = {
             "model": request.model,
@@ -46,6 +51,11 @@ class OpenAIProvider(SDKProvider):
         return kwargs
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        """Send ``request`` and return the answer text, usage and latency.
+
+        Raises:
+            ProviderError: a transport failure, or a response with status failed or cancelled.
+        """
         resp, latency = await self.send(self._client.responses.create, request)
         if resp.status in ("failed", "cancelled"):
             # HTTP 200 carrying a failed response: the provider failed, the model said nothing

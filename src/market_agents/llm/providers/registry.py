@@ -39,6 +39,9 @@ def api_key(kind: str, route: str, settings: ProviderSettings,
 
 
 def base_url(kind: str, settings: ProviderSettings, env: Mapping[str, str] | None = None):
+    """The route's base URL: ``providers.<route>.base_url``, else the kind's environment
+    variable (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``), else the SDK's default (None).
+    """
     env = os.environ if env is None else env
     return settings.base_url or env.get(BASE_URL_ENV.get(kind, ""), None) or None
 
@@ -82,6 +85,21 @@ FACTORIES: dict[str, Callable[..., Provider]] = {
 
 def make_provider(kind: str, route: str, settings: ProviderSettings,
                   env: Mapping[str, str] | None = None) -> Provider:
+    """Build the provider of one route.
+
+    Args:
+        kind: the provider kind (mock, openai, anthropic, openai_compatible).
+        route: the route's name in ``provider_mix``.
+        settings: the route's provider settings.
+        env: where the key is read (default: the environment).
+
+    Returns:
+        The provider.
+
+    Raises:
+        ConfigError: an unknown kind, a missing key, or an ``openai_compatible`` route
+            without a ``base_url``.
+    """
     if kind not in FACTORIES:
         raise ConfigError(f"provider {route!r}: unknown kind {kind!r}; known: {sorted(FACTORIES)}")
     key = None if kind == "mock" else api_key(kind, route, settings, env)
