@@ -1,18 +1,5 @@
-# Score each run from its saved files, then gather a design into outcomes.parquet.
-
-
-rule outcomes:
-    input:
-        manifest=W.run_outputs("{kind}")["manifest"],
-        ticks=W.run_outputs("{kind}")["ticks"],
-    output:
-        outcomes="results/{kind}/{design}/{cell}/seed{seed}/outcomes.json",
-    log:
-        "results/logs/outcomes/{kind}/{design}/{cell}/seed{seed}.log",
-    params:
-        run=W.run_path,
-    shell:
-        "{MA} outcomes {params.run} > {log} 2>&1"
+# Gather a design's outcomes.json files (written by the run rules, rules/simulate.smk) into
+# outcomes.parquet.
 
 
 rule gather:

@@ -1,6 +1,11 @@
-# One job per run directory results/<runs|rehearsal>/<design>/<cell>/seed<NNNN>/ (written
-# atomically by `ma cell`). Live runs have their own rule: they wait for the budget gate, are
-# serialized by the `api` resource and never re-run because a gate or design file was touched.
+# One job, one process per run: `ma cell --score` writes the run directory
+# results/<runs|rehearsal>/<design>/<cell>/seed<NNNN>/ (atomically) and scores it into its
+# outcomes.json, as `ma design` does. Live runs have their own rule: they wait for the budget
+# gate, are serialized by the `api` resource (`--resources api=K` runs K at once, sharing the
+# design's response cache) and never re-run because a gate or design file was touched. Free runs
+# use no response cache, as `ma design` (live cells always use the design's), so no outcome
+# depends on the order in which jobs ran; rehearsals keep their own cache, the rehearsed
+# library's source (rules/library.smk).
 
 ruleorder: simulate_live > simulate
 
@@ -14,12 +19,10 @@ rule simulate:
         "results/logs/simulate/{design}/{cell}/seed{seed}.log",
     params:
         design=W.design_yaml,
-        cache=W.cache_file,
         config_hash=W.cell_hash,
     threads: 1
     shell:
-        "{MA} cell {params.design} {wildcards.cell} --seed {wildcards.seed}"
-        " --cache {params.cache} > {log} 2>&1"
+        "{MA} cell {params.design} {wildcards.cell} --seed {wildcards.seed} --score > {log} 2>&1"
 
 
 rule simulate_live:
@@ -43,7 +46,7 @@ rule simulate_live:
     shell:
         "{MA} gate check {input.gate} --cell {wildcards.cell} --seed {wildcards.seed} > {log} 2>&1"
         " && {MA} cell {params.design} {wildcards.cell} --seed {wildcards.seed}"
-        " --cache {params.cache} >> {log} 2>&1"
+        " --cache {params.cache} --score >> {log} 2>&1"
 
 
 rule rehearse:
@@ -61,4 +64,4 @@ rule rehearse:
     threads: 1
     shell:
         "{MA} cell {params.design} {wildcards.cell} --seed {wildcards.seed} --mock"
-        " --cache {params.cache} > {log} 2>&1"
+        " --cache {params.cache} --score > {log} 2>&1"

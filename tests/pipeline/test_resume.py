@@ -20,6 +20,7 @@ import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +29,7 @@ import polars as pl
 import pytest
 
 from market_agents.pipeline.holder import read_holder
-from market_agents.testing.fakeserver import FakeAPI
+from market_agents.testing.fakeserver import FakeAPI, answer_text
 from tests.support import ROOT
 from tests.support.workflow import env, smk, smk_cmd
 
@@ -182,11 +183,17 @@ def _resumed_from(log: Path, previous: int | None) -> None:
 @pytest.mark.slow
 def test_a_second_invocation_stops_at_once_naming_the_holder(tmp_path):
     project = _project(tmp_path / "p")
-    # answers slow enough that the first invocation still runs while the second ones start
-    # (each Snakemake start takes seconds on a loaded machine)
-    with FakeAPI(latency_s=0.5) as api, FakeAPI() as second_api:
+    # the first invocation's answers wait until the second ones were refused: it is still
+    # running then, however fast the machine is
+    release = threading.Event()
+
+    def held_answer(body, digest):
+        release.wait(WAIT_S)
+        return answer_text(body, digest)
+
+    with FakeAPI(latency_s=0.01, answer=held_answer) as api, FakeAPI() as second_api:
         first = _start(project, api, tmp_path / "first.log")
-        _wait(first, lambda: _holds(project, first.pid) and len(api.requests) > 0,
+        _wait(first, lambda: _holds(project, first.pid) and api.n_arrived > 0,
               "the first invocation paying for a live run")
         holder = read_holder(project / HOLDER)
         for args in (["--cores", "2", TARGET], ["--cores", "1", "pilot", "--forcerun", "gate"]):
@@ -203,6 +210,7 @@ def test_a_second_invocation_stops_at_once_naming_the_holder(tmp_path):
         assert dry.returncode == 0, (dry.stdout + dry.stderr)[-3000:]
         assert second_api.requests == [] and not second_api.seen
         assert read_holder(project / HOLDER) == holder
+        release.set()
         # the first one was not disturbed
         assert first.wait(WAIT_S) == 0, (tmp_path / "first.log").read_text()[-3000:]
         assert sum(api.seen.values()) == 75 and not _snakemake_locked(project)

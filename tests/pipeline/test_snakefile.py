@@ -2,6 +2,7 @@
 do, dry runs count live jobs without calling anything, bad input gets a clear message."""
 
 import re
+import shutil
 import subprocess
 
 import polars as pl
@@ -10,10 +11,14 @@ from market_agents.testing.fakeserver import FakeAPI
 from tests.support.workflow import BIN, env, smk
 
 
-def test_exploratory_runs_then_nothing_to_do(workdir):
+def test_exploratory_runs_then_nothing_to_do(workdir, tmp_path):
     first = smk(workdir, "--cores", "2", "exploratory",
                 "results/runs/exploratory/sensitivity.parquet")
     assert first.returncode == 0, first.stderr[-3000:]
+    # one process per run (`ma cell --score`), and free runs open no response cache
+    assert re.search(r"^simulate\s+4$", first.stdout + first.stderr, re.M)
+    assert not re.search(r"^outcomes\s+\d+$", first.stdout + first.stderr, re.M)
+    assert not (workdir / "results/cache").exists()
     table = pl.read_parquet(workdir / "results/runs/exploratory/outcomes.parquet")
     assert sorted(zip(table["cell"], table["seed"], strict=True)) == [
         ("share_0", 1), ("share_0", 2), ("share_25", 1), ("share_25", 2)]
@@ -23,6 +28,16 @@ def test_exploratory_runs_then_nothing_to_do(workdir):
     second = smk(workdir, "--cores", "2", "exploratory")
     assert second.returncode == 0
     assert "Nothing to be done" in second.stdout + second.stderr
+    # `ma design` on the same design: the same outcomes.parquet, byte for byte
+    other = tmp_path / "design"
+    shutil.copytree(workdir / "config", other / "config")
+    done = subprocess.run([str(BIN / "ma"), "design", "config/test/designs/exploratory.yaml",
+                           "--workers", "2", "--quiet"], cwd=other, env=env(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    gathered = "results/runs/exploratory/outcomes.parquet"
+    assert pl.read_parquet(other / gathered).equals(table)
+    assert (other / gathered).read_bytes() == (workdir / gathered).read_bytes()
 
 
 def test_dry_run_tier_t1_counts_live_jobs_and_decisions_without_calls(workdir):

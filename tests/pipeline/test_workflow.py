@@ -9,7 +9,7 @@ import pytest
 
 from market_agents.errors import ConfigError
 from market_agents.pipeline.workflow import Workflow
-from market_agents.sim.rundir import RUN_FILES
+from market_agents.sim.rundir import OUTCOMES_FILE, RUN_FILES
 
 
 @pytest.fixture
@@ -30,7 +30,8 @@ def test_bad_workflow_config_is_named():
 
 def test_run_outputs_are_the_run_directory_format(wf):
     out = wf.run_outputs("runs")
-    assert sorted(p.rsplit("/", 1)[1] for p in out.values()) == sorted(RUN_FILES)
+    assert sorted(p.rsplit("/", 1)[1] for p in out.values()) == sorted(
+        [*RUN_FILES, OUTCOMES_FILE])
     assert out["manifest"] == "results/runs/{design}/{cell}/seed{seed}/manifest.json"
     assert wf.run_outputs("{kind}")["ticks"] == (
         "results/{kind}/{design}/{cell}/seed{seed}/ticks.parquet")
@@ -64,8 +65,6 @@ def test_flags_and_params(wf):
     assert wf.pilot_cap_flag(wc(design="pilot_openai")) == "--pilot-cap 5.0"
     assert wf.gather_flags(wc(kind="rehearsal")) == "--mock"
     assert Workflow({"max_seeds": 1}).partial_flag(wc()) == "--allow-missing"
-    assert wf.run_path(wc(design="d", cell="c", seed="7", kind="rehearsal")) == (
-        "results/rehearsal/d/c/seed0007")
     assert wf.cache_file(wc(design="d")) == "results/cache/d.sqlite"
     assert wf.rehearsal_cache(wc(design="d")) == "results/rehearsal/cache/d.sqlite"
     assert wf.cell_hash(wc(design="exploratory", cell="share_0")) != wf.cell_hash(

@@ -74,3 +74,19 @@ def test_an_answer_function_and_fixed_token_counts():
     assert out["usage"]["prompt_tokens"] == 10 and out["usage"]["completion_tokens"] == 5
     assert out["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
     assert seen == [32] and len(api.requests) == 1
+
+
+def test_vary_repeat_answers_the_kth_arrival_of_a_body_alike_on_every_server():
+    def answer(body, digest):
+        return digest.hex()
+
+    def texts(vary, bodies):
+        with FakeAPI(answer=answer, vary=vary) as api:
+            return [_post(f"{api.url}/v1/chat/completions", {
+                "model": "m", "messages": [{"role": "user", "content": b}]}
+                )["choices"][0]["message"]["content"] for b in bodies]
+
+    first = texts("repeat", ["a", "a", "b"])
+    assert first[0] != first[1]  # a request paid twice gets another answer
+    assert texts("repeat", ["b", "a", "a"]) == [first[2], first[0], first[1]]  # any order
+    assert texts(False, ["a", "a"]) == [first[0], first[0]]

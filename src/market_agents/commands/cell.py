@@ -1,10 +1,12 @@
-"""``ma cell``: one cell x seed of a design into its run directory (the simulate step)."""
+"""``ma cell``: one cell x seed of a design into its run directory (the simulate step); with
+``--score`` also its outcomes.json, in the same process (the workflow's run rules)."""
 
 from __future__ import annotations
 
 import argparse
 
 from market_agents.commands import add_guard_flags, add_serving_flags, build_guard
+from market_agents.commands.outcomes import add_threshold_args, thresholds
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,8 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "results/runs/<design>/<cell>/seed<NNNN>/ (results/rehearsal/... with --mock). Live "
         "cells always use a response cache (default results/cache/<design>.sqlite). Before a "
         "live run's first call: the freeze check for the confirmatory design and the "
-        "project/pilot caps against the spend ledger (docs/guards.md). Does not "
-        "score: `ma outcomes RUN_DIR` does.")
+        "project/pilot caps against the spend ledger (docs/guards.md). Scores only with "
+        "--score (otherwise `ma outcomes RUN_DIR` does).")
     p.add_argument("design", help="design YAML")
     p.add_argument("cell", help="cell name")
     p.add_argument("--seed", type=int, required=True, help="one of the cell's seeds")
@@ -26,6 +28,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_serving_flags(p, "the run")
     p.add_argument("--results", default="results", help="results root (default results)")
     p.add_argument("--any-seed", action="store_true", help="allow a seed not in the cell's list")
+    p.add_argument("--score", action="store_true",
+                   help="also score the run into its outcomes.json, as `ma design` does: one "
+                   "process per run (a finished run is not run again: one with outcomes.json is "
+                   "kept, one without is scored)")
+    add_threshold_args(p)
     add_guard_flags(p)
     p.set_defaults(func=main)
 
@@ -50,8 +57,8 @@ def main(args: argparse.Namespace) -> int:
         freeze).
     """
     from market_agents.errors import ConfigError
-    from market_agents.protocol.design import load_design
-    from market_agents.protocol.steps import simulate
+    from market_agents.protocol.design import load_design, run_dir
+    from market_agents.protocol.steps import run_and_score, simulate
 
     design = load_design(args.design, args.results)
     cell = design.cell(args.cell)
@@ -60,8 +67,14 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(f"--seed {args.seed}: not a seed of cell {args.cell!r} in "
                           f"{args.design} ({cell.seeds[0]}..{cell.seeds[-1]}); "
                           "--any-seed allows it")
+    guard = build_guard(args.results, args.deviation)
+    if args.score:
+        did = run_and_score(design, args.cell, args.seed, args.mock, args.cache, args.results,
+                            thresholds(args), replay=args.replay, new_cache=args.new_cache,
+                            guard=guard)
+        print(f"{did} {run_dir(design.name, args.cell, args.seed, args.mock, args.results)}")
+        return 0
     out = simulate(design, args.cell, args.seed, args.mock, args.cache, args.results,
-                   replay=args.replay, new_cache=args.new_cache,
-                   guard=build_guard(args.results, args.deviation))
+                   replay=args.replay, new_cache=args.new_cache, guard=guard)
     print(f"wrote {out}")
     return 0

@@ -116,10 +116,11 @@ class Workflow:
         return [self.spent(design, t) for t in self.designs.live_tiers(design)]
 
     def run_outputs(self, kind: str) -> dict[str, str]:
-        """The files ``ma cell`` writes into a run directory of ``kind`` (runs, rehearsal, or
-        the wildcard ``{kind}``), keyed by name without extension (``manifest``, ``ticks``)."""
+        """The files ``ma cell --score`` writes into a run directory of ``kind`` (runs,
+        rehearsal, or the wildcard ``{kind}``), keyed by name without extension (``manifest``,
+        ``ticks``, ``outcomes``): the run's files and its outcomes.json."""
         prefix = RUN_PATTERN.format(kind=kind)
-        return {f.split(".")[0]: f"{prefix}/{f}" for f in RUN_FILES}
+        return {f.split(".")[0]: f"{prefix}/{f}" for f in (*RUN_FILES, OUTCOMES_FILE)}
 
     # --- live designs and cells -----------------------------------------------------------
 
@@ -221,11 +222,6 @@ class Workflow:
         """outcomes.json of every run of a design, live (kind runs) or rehearsed."""
         return self.outcome_files(wildcards.design, mock=wildcards.kind == "rehearsal")
 
-    def run_path(self, wildcards: Any) -> str:
-        """The run directory of the outcomes rule (its ``kind`` wildcard: runs or rehearsal)."""
-        return str(run_dir(wildcards.design, wildcards.cell, int(wildcards.seed),
-                           wildcards.kind == "rehearsal"))
-
     def cache(self, design: str, mock: bool = False) -> str:
         """The design's LLM response cache; rehearsals (``mock``) keep their own, so mock
         answers never reach a live run."""
@@ -236,7 +232,7 @@ class Workflow:
         return self.cache(wildcards.design)
 
     def rehearsal_cache(self, wildcards: Any) -> str:
-        """The rehearsal's own cache."""
+        """The rehearsal's own cache (the rehearsed library is built from it)."""
         return self.cache(wildcards.design, mock=True)
 
     def cell_hash(self, wildcards: Any) -> str:
@@ -277,7 +273,7 @@ class Workflow:
         """The input of the catch-all rule: a ConfigError naming the targets."""
         raise ConfigError(
             f"unknown target {wildcards.name!r}. Targets: {TARGETS}; or a file such as "
-            "results/runs/<design>/outcomes.parquet (README 'Workflow')"
+            "results/runs/<design>/outcomes.parquet (docs/workflow.md)"
         )
 
     # --- the paper -------------------------------------------------------------------------

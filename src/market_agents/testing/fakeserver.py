@@ -186,6 +186,9 @@ class FakeAPI:
             reasoning; default: synthetic counts from the prompt's length.
         fault_all: the fault for every request the queue does not cover.
         vary: answers differ between identical requests (the arrival count joins the seed).
+            ``vary="repeat"``: the k-th arrival of the same body gets the k-th answer, so a
+            client that sends each request once gets the same answers from any server, whatever
+            the arrival order (compare two runs: one that paid a request twice differs).
         bill_max_output: report the request's ``max_output_tokens``/``max_tokens`` as output.
     """
 
@@ -194,7 +197,7 @@ class FakeAPI:
                  retry_after_s: float = 0.01, hang_s: float = 3.0, seed: int = 0,
                  log_path: str | Path | None = None, valid_keys: set[str] | None = None,
                  answer: Answer | None = None, tokens: tuple[int, int] | None = None,
-                 fault_all: str | None = None, vary: bool = False,
+                 fault_all: str | None = None, vary: bool | str = False,
                  bill_max_output: bool = False, server: str = "vllm"):
         for f in [*(faults or []), *([fault_all] if fault_all else [])]:
             if f not in FAULTS:
@@ -203,6 +206,8 @@ class FakeAPI:
             raise ValueError(f"unknown server {server!r}; known: {SERVERS}")
         self.server = server
         self.fault_all = fault_all
+        if vary not in (False, True, "repeat"):
+            raise ValueError(f"vary must be a bool or 'repeat', not {vary!r}")
         self.vary = vary  # answers differ between identical requests (a counter joins the seed)
         self.bill_max_output = bill_max_output  # usage.output = the request's output limit
         self.latency_s, self.jitter_s = latency_s, jitter_s
@@ -274,7 +279,9 @@ class FakeAPI:
             delay = self.latency_s + (self.rng.uniform(0, self.jitter_s) if self.jitter_s else 0)
             self.n_arrived += 1
             self.arrived.notify_all()
-            if self.vary:  # the n-th request, not only its body, picks the answer
+            if self.vary == "repeat" and attempt:  # the body's k-th arrival, k > 0
+                digest = hashlib.sha256(digest + attempt.to_bytes(8, "little")).digest()
+            elif self.vary is True:  # the n-th request, not only its body, picks the answer
                 digest = hashlib.sha256(digest + self.n_arrived.to_bytes(8, "little")).digest()
         if fault == "ok" and attempt == 0 and self.fail_rate > 0:
             u = int.from_bytes(digest[16:20], "little") / 2**32
