@@ -5,9 +5,10 @@ Every figure is a ratio against a baseline measured in the same run, and times a
 the measured process (the machine is shared: wall time would measure the other jobs):
 - equal-work pairs (bench/README.md, section "bench_engine.py", says what each means): our
   protocol market (5 market makers quoting every tick, 95 traders deciding every 20 ticks,
-  about 8,400 messages) against PAMS 0.3.0 with 5 of its MarketMakerAgents and 95 FCN agents (about 9,000 messages); our
-  smallest market (1 market maker, one trader decision per tick, about 1,700 messages) against
-  PAMS's CI2002 sample (600 messages); and the earlier, unequal pair (protocol against CI2002).
+  about 8,400 messages) against PAMS 0.3.0 with 5 of its MarketMakerAgents and 95 FCN agents
+  (about 9,000 messages); our smallest market (1 market maker, one trader decision per tick,
+  about 1,700 messages) against PAMS's CI2002 sample (600 messages); and the earlier, unequal
+  pair (protocol against CI2002).
   Per run, per message, and with --callgrind per run in instructions (valgrind's callgrind; the
   instructions of one run are those of a 2-run process less those of a 1-run process, so start-up
   and imports cancel). PAMS runs in its own uv environment (it needs numpy < 2).

@@ -353,3 +353,24 @@ def test_a_run_whose_counts_disagree_is_not_written():
         check_valid_counts({"llm_usage": {"valid": 2}, "cache_valid": 1}, dec)
     with pytest.raises(MarketAgentsError, match="'cache': 0"):
         check_valid_counts({"llm_usage": {"valid": 1}, "cache_valid": 0}, dec)
+
+
+@pytest.mark.parametrize("usd_cap", [0.005, 0.02])
+def test_valid_counts_agree_when_a_shared_cache_holds_answers_this_run_did_not_use(
+        tmp_path, usd_cap):
+    """Found by `make test-rehearsal`: mini_25 and mini_25_equalusd share the rehearsal cache and
+    send the same requests; the capped cell's budget-halted decisions have keys whose answers
+    the uncapped cell stored. Those answers were counted as the capped run's, and the run was
+    refused ("valid LLM answers counted differently")."""
+    def config(cap: float) -> Config:  # the mock answering as a priced model id
+        return Config.model_validate({"simulation": {"ticks": 200}, "population": {
+            "llm_share": 0.1, "llm": {"models": {"mock": "gpt-5.4-mini"}, "usd_cap": cap}}})
+
+    cache = tmp_path / "cache"
+    run_to_dir(config(1.0), 1, tmp_path / "uncapped", cache=cache, progress=False)
+    capped = config(usd_cap)
+    run = run_to_dir(capped, 1, tmp_path / "capped", cache=cache, progress=False)
+    m = json.loads((run / "manifest.json").read_text())
+    dec = pl.read_parquet(run / "llm_decisions.parquet")
+    assert m["llm_usage"]["budget_halts"] > 0  # the cap bound: some keys went unused
+    assert m["llm_usage"]["valid"] == int(dec["valid"].sum()) == m["cache_valid"]

@@ -432,10 +432,13 @@ class LLMTraderPool:
         models = sorted({a["model"] for a in self.assignment.values()})
         cache = self.client.cache
         return {
-            # valid answers as the response cache records them (None: no cache): equal to
+            # valid answers as the response cache records them (None: no cache), over the
+            # decisions that used an answer (a budget-halted or capped decision did not, though
+            # a run sharing the cache may have stored one for its key): equal to
             # llm_usage.valid and to llm_decisions.parquet (checked when the run is written)
             "cache_valid": None if cache is None else sum(
-                is_valid_entry(e) for e in map(cache.get, self.keys) if e is not None),
+                is_valid_entry(e) for row, key in zip(self.rows, self.keys, strict=True)
+                if row["valid"] is not None and (e := cache.get(key)) is not None),
             "prompt_version": self.llm.prompt_version,
             "structured_output": {r: self.llm.structured_output(r) for r in self.llm.routes()},
             "price_assumptions": self.client.prices.assumptions(models),
