@@ -31,11 +31,13 @@ SERVING = ("latency_s",)  # llm_decisions: how long the call took, not what was 
 
 def kill_at_random_moment(proc: subprocess.Popen, api: FakeAPI, rng: random.Random) -> bool:
     """SIGKILL the process group once 1–4 more requests have reached the server (or, one time
-    in four, after a random delay, wherever the process is), plus 0–50 ms. False when the
-    process finished first."""
+    in four, after a random delay, wherever the process is, but before 8 more requests have
+    arrived: on a fast machine a delay alone could outlast the run), plus 0–50 ms. False when
+    the process finished first."""
     if rng.random() < 0.25:
         deadline = time.monotonic() + rng.uniform(0.2, 4.0)
-        while time.monotonic() < deadline and proc.poll() is None:
+        cap = api.n_arrived + 8
+        while time.monotonic() < deadline and proc.poll() is None and api.n_arrived < cap:
             time.sleep(0.01)
     else:
         target = api.n_arrived + rng.randint(1, 4)

@@ -55,7 +55,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _create(args: argparse.Namespace) -> int:
     import yaml
 
-    from market_agents.protocol.design import freeze_path, load_design, manifests_dir
+    from market_agents.protocol.design import (
+        freeze_path,
+        load_design,
+        manifests_dir,
+        outcomes_path,
+    )
     from market_agents.protocol.freeze import (
         FreezeError,
         build,
@@ -95,8 +100,9 @@ def _create(args: argparse.Namespace) -> int:
     freeze["pilot_failed_criteria_accepted"] = [] if repilot else failed
     freeze["repilot"] = repilot
     sigma = load_design(args.sigma or design.path.parent / "sigma.yaml", args.results)
-    freeze.update(pilot_and_sigma_records(facts, design, sigma, pilot,
-                                          args.accept_unconfirmed_fundamentals, args.mock))
+    freeze.update(pilot_and_sigma_records(
+        facts, design, sigma, pilot, args.accept_unconfirmed_fundamentals, args.mock,
+        outcomes_path(sigma.name, args.mock, args.results)))
     write_json_atomic(out, freeze)
     print(f"froze {design.name} at {freeze['git']['commit']} -> {out}")
     return 0

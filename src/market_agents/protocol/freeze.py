@@ -437,24 +437,21 @@ def token_profiles(pilot: dict[str, Any], models: list[str],
     return out
 
 
-def sigma_runs(sigma, mock: bool = False) -> list[tuple[str, int]]:
-    """The sigma runs the freeze measures: those of the design's gathered outcomes.parquet (the
-    stage that ran: every seed, or the first ``max_seeds`` of a small stage), else every run of
-    the design. Each one's ticks.parquet must exist (:func:`fundamentals_check`)."""
+def sigma_runs(sigma, gathered: Path | None = None) -> list[tuple[str, int]]:
+    """The sigma runs the freeze measures: those of the stage's gathered ``outcomes.parquet``
+    (every seed, or the first ``max_seeds`` of a small stage), else every run of the design.
+    Each one's ticks.parquet must exist (:func:`fundamentals_check`)."""
     import polars as pl
 
-    from market_agents.protocol.design import outcomes_path
-
-    gathered = outcomes_path(sigma.name, mock, sigma.results)
-    if not gathered.exists():
+    if gathered is None or not gathered.exists():
         return sigma.runs()
     frame = pl.read_parquet(gathered, columns=["cell", "seed"])
     return sorted((str(c), int(s)) for c, s in frame.iter_rows()) or sigma.runs()
 
 
 def pilot_and_sigma_records(facts: dict[str, Any], design, sigma, pilot: dict[str, Any],
-                            accept_unconfirmed: bool = False,
-                            sigma_mock: bool = False) -> dict[str, Any]:
+                            accept_unconfirmed: bool = False, sigma_mock: bool = False,
+                            sigma_gathered: Path | None = None) -> dict[str, Any]:
     """The freeze's fields that the pilot and the sigma runs fill in (the protocol's TBDs):
     ``equal_usd`` (§5.2 T5), ``fundamentals_check`` (§5.1) and ``token_profiles`` (§5.2).
 
@@ -466,10 +463,11 @@ def pilot_and_sigma_records(facts: dict[str, Any], design, sigma, pilot: dict[st
         accept_unconfirmed: freeze although the fundamentals miss their target (recorded).
         sigma_mock: read the sigma runs of the rehearsal (a rehearsal's freeze never reads the
             live roots).
+        sigma_gathered: the sigma design's gathered outcomes.parquet: which runs to measure.
 
     Raises: FreezeError when a measurement is missing or the fundamentals are unconfirmed.
     """
-    runs = sigma_runs(sigma, sigma_mock)
+    runs = sigma_runs(sigma, sigma_gathered)
     check = fundamentals_check(
         {seed: sigma.run_dir(cell, seed, sigma_mock) for cell, seed in runs},
         market_fundamentals(sigma.cell_config(runs[0][0])),
