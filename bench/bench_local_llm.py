@@ -271,7 +271,10 @@ def main(argv: list[str] | None = None) -> int:
                   "openai_compatible", "--base-url", server.url, "--model", MODEL_ID,
                   "--seeds", str(args.bazaar_seeds), "--usd-cap", "1", "--timeout", "600",
                   "--max-output-tokens", "64", "--concurrency", "1", "--cache",
-                  str(out / "bazaar_cache")]
+                  str(out / "bazaar_cache"),
+                  # a free local model's jobs keep their spend-ledger records with the demo's
+                  # outputs, not in the project's results/ (docs/guards.md)
+                  "--results", str(out / "results")]
         bazaar_s = ma(*bazaar, "--out", str(out / "bazaar"), env=env)
     finally:
         server.stop()
