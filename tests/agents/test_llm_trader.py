@@ -301,6 +301,8 @@ def test_an_order_the_exchange_cannot_represent_is_an_invalid_decision_live_and_
     assert rows[0] == rows[1]
     assert (rows[0]["valid"], rows[0]["error_class"], rows[0]["action"]) == (
         False, "price_out_of_range", "hold")
+
+
 def _shapes(body: dict, digest: bytes) -> str:
     """Answers shaped like a tiny model's: valid, an asset the market lacks, too many shares,
     prose around JSON, cut off."""

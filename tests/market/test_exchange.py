@@ -195,6 +195,8 @@ def test_any_order_is_taken_or_refused_never_raises(side, qty, price, mechanism)
     [_, (status, reason)] = zip(ex.order_log["status"], ex.order_log["reason"], strict=True)
     assert (status == "accepted") == (reason is None)
     assert ex.conservation_ok()
+
+
 def test_order_log_keeps_the_raw_price_beside_the_rounded_one():
     ex = make()
     ex.submit(0, Order(BUY, 1, 99.987))  # a model's price off the tick grid

@@ -104,6 +104,8 @@ def test_serving_switches_reach_the_jobs_through_the_environment():
     assert environ == {REPLAY_ENV: "1"}
     Workflow({"replay": True, "new_cache": True}).export_serving_switches(environ)
     assert environ == {REPLAY_ENV: "1", NEW_CACHE_ENV: "1"}
+
+
 def test_the_workflow_passes_its_guard_settings_to_every_job(monkeypatch):
     """rules/common.smk puts guard_env() in the jobs' environment; `ma` reads it back."""
     from market_agents.pipeline.workflow_config import (

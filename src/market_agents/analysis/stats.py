@@ -195,6 +195,8 @@ def control_sd(outcomes: pl.DataFrame, control: str) -> pl.DataFrame:
                      "sd": float(v.std(ddof=1)) if len(v) > 1 else None})
     return pl.DataFrame(rows, schema={"outcome": pl.Utf8, "n": pl.Int64, "mean": pl.Float64,
                                       "sd": pl.Float64})
+
+
 def estimate(sample: PairedSample, level: float = LEVEL, n_resamples: int = N_BOOTSTRAP,
              seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
     """The pre-registered estimate of one paired sample.

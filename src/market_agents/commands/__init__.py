@@ -23,6 +23,8 @@ def add_serving_flags(p: argparse.ArgumentParser, what: str = "the run") -> None
                    help="allow starting over with an empty or missing cache although records "
                    "(its paid.json, or finished runs) show it held paid answers; those answers "
                    f"are bought again (or {NEW_CACHE_ENV}=1)")
+
+
 def add_guard_flags(p: argparse.ArgumentParser) -> None:
     """``--deviation`` for every command that can make a confirmatory live call."""
     p.add_argument("--deviation", default=None, metavar="REASON",

@@ -94,6 +94,8 @@ def _same_run(path: Path, config: Config, seed: int) -> bool:
         return False
     manifest = rundir.read_manifest(path)
     return manifest.get("config_hash") == config_hash(config) and manifest.get("seed") == seed
+
+
 def check_valid_counts(summary: dict, llm_decisions) -> None:
     """Validity is counted once: the manifest's ``llm_usage.valid``, the valid rows of
     ``llm_decisions.parquet`` and the response cache's valid entries for the run's requests
