@@ -69,12 +69,9 @@ def main(args: argparse.Namespace) -> int:
     record, planned = guard.config_run(config, f"ma run {args.config} --out {args.out}")
     progress = False if args.quiet else None
     serving = {"new_cache": args.new_cache, "expect": args.expect}
-    if planned > 0:
-        with guard.paying(args.out, planned):
-            out = run_to_dir(config, args.seed, args.out, args.cache, progress, record=record,
-                             **serving)
-    else:
-        out = run_to_dir(config, args.seed, args.out, args.cache, progress, **serving)
+    paying = guard.paying(args.out, planned) if planned > 0 else None
+    out = run_to_dir(config, args.seed, args.out, args.cache, progress, record=record,
+                     paying=paying, **serving)
     if not args.quiet:
         manifest = read_manifest(out)
         print(f"wrote {out} (conservation {'ok' if manifest['final_conservation_ok'] else 'FAILED'}"

@@ -90,14 +90,13 @@ def simulate(design: Design, cell: str, seed: int, mock: bool = False,
         cache.parent.mkdir(parents=True, exist_ok=True)
     out = run_dir(design.name, cell, seed, mock, root)
     paid = paid_runs(design, mock, root) if cache is not None else None
-    if guard is None or mock or not design.is_live(cell):
-        return run_to_dir(config, seed, out, cache, progress=progress, new_cache=new_cache,
-                          paid_runs=paid)
-    record, planned = guard.design_runs(design, [(cell, seed)],
-                                        f"ma cell {design.name}/{cell} seed {seed}")
-    with guard.paying(out, planned, design=design.name):
-        return run_to_dir(config, seed, out, cache, progress=progress, new_cache=new_cache,
-                          paid_runs=paid, record=record)
+    record, paying = None, None
+    if guard is not None and not mock and design.is_live(cell):
+        record, planned = guard.design_runs(design, [(cell, seed)],
+                                            f"ma cell {design.name}/{cell} seed {seed}")
+        paying = guard.paying(out, planned, design=design.name)
+    return run_to_dir(config, seed, out, cache, progress=progress, new_cache=new_cache,
+                      paid_runs=paid, record=record, paying=paying)
 
 
 def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path) -> None:

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from contextlib import AbstractContextManager, nullcontext
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -111,11 +112,27 @@ def check_valid_counts(summary: dict, llm_decisions) -> None:
         raise MarketAgentsError(f"valid LLM answers counted differently: {counts}")
 
 
+def _write_run(out: Path, config_yaml: str, tables: dict, manifest: dict) -> None:
+    """Write the run's files into a temporary sibling of ``out``, then rename it into place
+    (replacing an earlier run there); a failed write removes it and names ``out``."""
+    with naming(out):  # a failed write names the run directory, not its temp sibling
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.resolve().parent))
+        try:
+            rundir.write_files(tmp, config_yaml, tables, manifest)
+            if out.exists():
+                shutil.rmtree(out)
+            os.replace(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+
 def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | None = None,
                progress: bool | None = None, new_cache: bool = False,
                expect: str | Path | None = None,
                paid_runs: list[tuple[Path, float]] | None = None,
-               record: dict | None = None) -> Path:
+               record: dict | None = None,
+               paying: AbstractContextManager[dict] | None = None) -> Path:
     """Simulate ``config`` with ``seed`` into the run directory ``out`` (complete or absent).
 
     The files are written to a temporary sibling of ``out`` and renamed into place, so a run
@@ -136,6 +153,9 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
             cache check.
         record: keys added to manifest.json (the guards' freeze and deviation record of a
             live run, docs/guards.md).
+        paying: the job's spend-ledger record (``Guard.paying``), entered once the run
+            directory, the seed and the cache have passed their checks: a run refused before
+            any call leaves no ledger record counted at its planned USD.
 
     Returns:
         The run directory ``out``: config.yaml, manifest.json and the ticks, trades, orders,
@@ -162,38 +182,30 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
     if expect is not None and expected is None:
         raise ConfigError(f"--expect {expect}: not a finished run of this config and seed with "
                           "answer hashes in llm_decisions.parquet")
-    started = time.perf_counter()
-    try:
-        tables = simulate(config, seed, cache, progress, expected, str(reference))
-    except RunFailed as exc:
-        from market_agents.atomic import write_json_atomic
-
-        write_json_atomic(failed_record(out), {
-            **exc.record, "error": str(exc), "config_hash": config_hash(config), "seed": seed,
-            "cache": str(cache) if cache else None})
-        raise
-    summary = tables.pop("summary")
-    check_valid_counts(summary, tables["llm_decisions"])
-    with naming(out):  # a failed write names the run directory, not its temp sibling
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.resolve().parent))
+    with paying if paying is not None else nullcontext():
+        started = time.perf_counter()
         try:
-            manifest = {
-                "config_hash": config_hash(config),
-                "git_revision": git_revision(),
-                "package_version": package_version(),
-                "seed": seed,
-                "shocks": [s.model_dump(mode="json") for s in config.shocks],
-                "treatment": config.treatment,
-                "wall_time_s": round(time.perf_counter() - started, 4),
-                **summary,
-                **(record or {}),
-            }
-            rundir.write_files(tmp, dump_yaml(config), tables, manifest)
-            if out.exists():
-                shutil.rmtree(out)
-            os.replace(tmp, out)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            tables = simulate(config, seed, cache, progress, expected, str(reference))
+        except RunFailed as exc:
+            from market_agents.atomic import write_json_atomic
+
+            write_json_atomic(failed_record(out), {
+                **exc.record, "error": str(exc), "config_hash": config_hash(config), "seed": seed,
+                "cache": str(cache) if cache else None})
             raise
-    failed_record(out).unlink(missing_ok=True)  # an earlier failed attempt is superseded
+        summary = tables.pop("summary")
+        check_valid_counts(summary, tables["llm_decisions"])
+        manifest = {
+            "config_hash": config_hash(config),
+            "git_revision": git_revision(),
+            "package_version": package_version(),
+            "seed": seed,
+            "shocks": [s.model_dump(mode="json") for s in config.shocks],
+            "treatment": config.treatment,
+            "wall_time_s": round(time.perf_counter() - started, 4),
+            **summary,
+            **(record or {}),
+        }
+        _write_run(out, dump_yaml(config), tables, manifest)
+        failed_record(out).unlink(missing_ok=True)  # an earlier failed attempt is superseded
     return out
