@@ -1,28 +1,30 @@
-# One job, one process per run: `ma cell --score` writes the run directory
-# results/<runs|rehearsal>/<design>/<cell>/seed<NNNN>/ (atomically) and scores it into its
-# outcomes.json, as `ma design` does. Live runs have their own rule: they wait for the budget
-# gate, are serialized by the `api` resource (`--resources api=K` runs K at once, sharing the
-# design's response cache) and never re-run because a gate or design file was touched. Free runs
-# use no response cache, as `ma design` (live cells always use the design's), so no outcome
-# depends on the order in which jobs ran; rehearsals keep their own cache, the rehearsed
-# library's source (rules/library.smk).
-
-ruleorder: simulate_live > simulate
+# Free runs (no paid call: classical and mock cells): one job, one process per cell.
+# `ma cell --seed S1 S2 ... --score` writes each run directory
+# results/runs/<design>/<cell>/seed<NNNN>/ (atomically) and its outcomes.json, as `ma design`
+# does, then the cell's runs.json, the job's output. A finished run is kept (a killed job resumes
+# where it stopped); one made from another config, paid for nothing, is run again. Free runs use
+# no response cache, as in `ma design`, so no outcome depends on the order in which jobs ran.
+# Live runs have their own rule, one job per run: they wait for the budget gate, are serialized
+# by the `api` resource (`--resources api=K` runs K at once, sharing the design's response cache)
+# and never re-run because a gate or design file was touched. Rehearsals are one job per run too
+# and keep their own cache, the rehearsed library's source (rules/library.smk).
 
 
 rule simulate:
     input:
         library=W.library_input,
     output:
-        **W.run_outputs("runs"),
+        runs=W.cell_runs,
     log:
-        "results/logs/simulate/{design}/{cell}/seed{seed}.log",
+        "results/logs/simulate/{design}/{cell}.log",
     params:
         design=W.design_yaml,
+        seeds=W.cell_seeds,
         config_hash=W.cell_hash,
     threads: 1
     shell:
-        "{MA} cell {params.design} {wildcards.cell} --seed {wildcards.seed} --score > {log} 2>&1"
+        "{MA} cell {params.design} {wildcards.cell} --seed {params.seeds} --score --replace-stale"
+        " --runs-file {output.runs} > {log} 2>&1"
 
 
 rule simulate_live:

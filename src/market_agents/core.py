@@ -11,8 +11,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -21,6 +23,19 @@ INT64 = (-(2**63), 2**63 - 1)
 # pydantic reports a value that fails every member of a union once per member, the member's
 # type last in the key path (``treatment.x.str``); these are the member names it uses.
 _UNION_MEMBERS = {"str", "float", "int", "bool", "list[int]", "list[str]", "list[float]", "none"}
+
+
+def sha256_file(path: str | Path) -> str:
+    """The SHA-256 (hex) of a file's bytes, read in 1 MiB blocks.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def canonical_json(obj: Any) -> str:

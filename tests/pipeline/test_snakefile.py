@@ -15,8 +15,8 @@ def test_exploratory_runs_then_nothing_to_do(workdir, tmp_path):
     first = smk(workdir, "--cores", "2", "exploratory",
                 "results/runs/exploratory/sensitivity.parquet")
     assert first.returncode == 0, first.stderr[-3000:]
-    # one process per run (`ma cell --score`), and free runs open no response cache
-    assert re.search(r"^simulate\s+4$", first.stdout + first.stderr, re.M)
+    # one process per free cell (`ma cell --seed 1 2 --score`), and free runs open no cache
+    assert re.search(r"^simulate\s+2$", first.stdout + first.stderr, re.M)
     assert not re.search(r"^outcomes\s+\d+$", first.stdout + first.stderr, re.M)
     assert not (workdir / "results/cache").exists()
     table = pl.read_parquet(workdir / "results/runs/exploratory/outcomes.parquet")
@@ -28,6 +28,35 @@ def test_exploratory_runs_then_nothing_to_do(workdir, tmp_path):
     second = smk(workdir, "--cores", "2", "exploratory")
     assert second.returncode == 0
     assert "Nothing to be done" in second.stdout + second.stderr
+    # a free cell's job stopped after its first run (no runs.json, nothing gathered yet): the
+    # next invocation keeps that run and makes the rest
+    shutil.rmtree(workdir / "results/runs/exploratory/share_25/seed0002")
+    for made in ("share_25/runs.json", "outcomes.parquet"):
+        (workdir / "results/runs/exploratory" / made).unlink()
+    kept = (workdir / "results/runs/exploratory/share_25/seed0001/manifest.json").stat()
+    resumed = smk(workdir, "--cores", "2", "exploratory")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    log = (workdir / "results/logs/simulate/exploratory/share_25.log").read_text().split()
+    assert log[:4] == ["reused", "results/runs/exploratory/share_25/seed0001",
+                       "ran", "results/runs/exploratory/share_25/seed0002"]
+    assert (workdir / "results/runs/exploratory/share_25/seed0001/manifest.json").stat(
+        ).st_mtime_ns == kept.st_mtime_ns
+    assert pl.read_parquet(workdir / "results/runs/exploratory/outcomes.parquet").equals(table)
+    # a changed cell is run again, in its one job, its stale runs replaced (they paid nothing);
+    # the other cell is kept
+    design = workdir / "config/test/designs/exploratory.yaml"
+    text = design.read_text()
+    design.write_text(text.replace("population.llm_share: 0.25", "population.llm_share: 0.3"))
+    third = smk(workdir, "--cores", "2", "exploratory")
+    assert third.returncode == 0, third.stderr[-3000:]
+    assert re.search(r"^simulate\s+1$", third.stdout + third.stderr, re.M)
+    changed = pl.read_parquet(workdir / "results/runs/exploratory/outcomes.parquet")
+    assert changed.filter(pl.col("cell") == "share_25")["llm_share"].to_list() == [0.3, 0.3]
+    assert changed.filter(pl.col("cell") == "share_0").equals(
+        table.filter(pl.col("cell") == "share_0"))
+    design.write_text(text)
+    assert smk(workdir, "--cores", "2", "exploratory").returncode == 0
+    table = pl.read_parquet(workdir / "results/runs/exploratory/outcomes.parquet")
     # `ma design` on the same design: the same outcomes.parquet, byte for byte
     other = tmp_path / "design"
     shutil.copytree(workdir / "config", other / "config")
@@ -48,7 +77,7 @@ def test_dry_run_tier_t1_counts_live_jobs_and_decisions_without_calls(workdir):
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-3000:]
     assert re.search(r"^simulate_live\s+20$", out, re.M)
-    assert re.search(r"^simulate\s+30$", out, re.M)  # share_0, seeds 101-130
+    assert re.search(r"^simulate\s+1$", out, re.M)  # share_0, seeds 101-130, in one process
     assert "budget gate confirmatory/T1: 20 live runs, 20,250 planned decisions" in out
     assert not (workdir / "results").exists()
     nokey = smk(workdir, "-n", "tier_T1", test_config=False)

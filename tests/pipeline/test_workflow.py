@@ -75,9 +75,37 @@ def test_flags_and_params(wf):
 
 def test_max_seeds_shortens_every_target(workdir, monkeypatch):
     monkeypatch.chdir(workdir)
-    full = Workflow({}).outcome_files("exploratory")
-    small = Workflow({"max_seeds": 1}).outcome_files("exploratory")
-    assert 0 < len(small) < len(full) and set(small) <= set(full)
+    full, small = Workflow({}), Workflow({"max_seeds": 1})
+    cell = wc(design="exploratory", cell="share_0")  # a free cell: fewer seeds in its one job
+    assert len(small.cell_seeds(cell).split()) == 1 < len(full.cell_seeds(cell).split())
+    live, fewer = full.outcome_files("pilot_openai"), small.outcome_files("pilot_openai")
+    assert 0 < len(fewer) < len(live) and set(fewer) <= set(live)
+
+
+def test_a_free_cell_is_one_job_and_a_live_run_one_job_each(wf):
+    t1 = wf.outcome_files("confirmatory", "T1")
+    assert [f for f in t1 if not f.endswith("/outcomes.json")] == [
+        "results/runs/confirmatory/share_0/runs.json"]  # 30 free control runs, one process
+    live = [f for f in t1 if f.endswith("/outcomes.json")]
+    assert len(live) == 20 and all(wf.is_live_run("confirmatory", f.split("/")[3]) for f in live)
+    assert wf.cell_seeds(wc(design="confirmatory", cell="share_0")) == " ".join(
+        str(s) for s in range(101, 131))
+    assert wf.cell_runs == "results/runs/{design}/{cell}/runs.json"
+    # every later tier is gathered with the control: its one target, once
+    t2 = wf.tier_outcomes(wc(design="confirmatory", tier="T2", kind="runs"))
+    assert t2.count("results/runs/confirmatory/share_0/runs.json") == 1
+    # a rehearsal is one job per run, the control's runs included
+    rehearsed = wf.outcome_files("confirmatory", "T1", mock=True)
+    assert len(rehearsed) == 50 and all(f.endswith("/outcomes.json") for f in rehearsed)
+    # a free design: one target per cell
+    assert wf.outcome_files("exploratory") == [
+        f"results/runs/exploratory/{c}/runs.json" for c in wf.designs.get("exploratory").cells
+        if not wf.designs.get("exploratory").cells[c].unavailable]
+    # a live cell's runs are never made by the free cells' rule (no budget gate there)
+    with pytest.raises(ConfigError, match="share_25 is a live cell of confirmatory"):
+        wf.cell_seeds(wc(design="confirmatory", cell="share_25"))
+    with pytest.raises(ConfigError, match="no runs of cell 'nosuch'"):
+        wf.cell_seeds(wc(design="exploratory", cell="nosuch"))
 
 
 def test_unknown_target_and_design_are_named(wf):

@@ -12,6 +12,8 @@ import yaml
 from market_agents.analysis.outcomes import EPISODE_KEYS, Thresholds
 from market_agents.analysis.scoring import score_run, write_outcomes
 from market_agents.cli import main as ma
+from market_agents.config import config_hash
+from market_agents.core import sha256_file
 from market_agents.protocol.design import load_design, run_dir
 from market_agents.protocol.steps import (
     MissingRuns,
@@ -90,6 +92,58 @@ def test_ma_cell_then_outcomes_then_gather(tmp_path, monkeypatch, capsys):
     assert row["treatment_provider"] == "openai" and len(row["config_hash"]) == 64
     assert ma(["cell", str(path), "share_25", "--seed", "9"]) == 2
     assert ma(["outcomes", str(run), "--bubble", "5%"]) == 2
+
+
+def test_ma_cell_runs_a_free_cell_in_one_process_and_records_it(tmp_path, monkeypatch,
+                                                                 capsys):
+    """The workflow's free-cell step: every seed in one process, then runs.json; a finished
+    run is kept, a stale one that paid nothing is run again, one that paid is never."""
+    path = tiny_design(tmp_path, live=False)
+    monkeypatch.chdir(tmp_path)
+    record = Path("results/runs/tiny/share_25/runs.json")
+    cell = ["cell", str(path), "share_25", "--seed", "1", "2", "--score"]
+    assert ma([*cell, "--runs-file", str(record)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "ran results/runs/tiny/share_25/seed0001", "ran results/runs/tiny/share_25/seed0002",
+        f"wrote {record}"]
+    data = json.loads(record.read_text())
+    runs = {s: run_dir("tiny", "share_25", s) for s in (1, 2)}
+    assert data == {"design": "tiny", "cell": "share_25", "mock": False,
+                    "config_hash": config_hash(load_design(path).cell_config("share_25")),
+                    "outcomes_sha256": {r.name: sha256_file(r / "outcomes.json")
+                                        for r in runs.values()}}
+    first, outcomes = record.read_bytes(), (runs[1] / "outcomes.json").read_bytes()
+    # a killed job resumes: finished runs are kept, and the record is the same bytes
+    record.unlink()
+    assert ma([*cell, "--runs-file", str(record)]) == 0
+    assert capsys.readouterr().out.count("reused ") == 2 and record.read_bytes() == first
+    # the design changed: a stale run stops `ma design`'s way unless --replace-stale, which
+    # runs a free one again (it paid for nothing); no record is written when a run stops
+    edited = yaml.safe_load(path.read_text())
+    edited["overrides"]["population.n_traders"] = 32
+    path.write_text(yaml.safe_dump(edited))
+    record.unlink()
+    assert ma([*cell, "--runs-file", str(record)]) == 2
+    assert "made from another config" in capsys.readouterr().err and not record.exists()
+    assert ma([*cell, "--replace-stale", "--runs-file", str(record)]) == 0
+    assert capsys.readouterr().out.count("replaced ") == 2
+    assert json.loads(record.read_text())["config_hash"] != data["config_hash"]
+    assert (runs[1] / "outcomes.json").read_bytes() != outcomes
+    # a stale run that paid is never replaced
+    manifest = json.loads((runs[1] / "manifest.json").read_text())
+    manifest.setdefault("llm_usage", {})["usd_live"] = 0.01
+    (runs[1] / "manifest.json").write_text(json.dumps(manifest))
+    edited["overrides"]["population.n_traders"] = 34
+    path.write_text(yaml.safe_dump(edited))
+    assert ma([*cell, "--replace-stale"]) == 2
+    assert "seed0001: made from another config" in capsys.readouterr().err
+    assert json.loads((runs[1] / "manifest.json").read_text()) == manifest
+    # bad input: one line, exit 2, nothing written
+    assert ma(["cell", str(path), "share_25", "--seed", "1", "1", "--score"]) == 2
+    assert "a seed is given twice" in capsys.readouterr().err
+    assert ma(["cell", str(path), "share_0", "--seed", "1", "--runs-file", "x.json"]) == 2
+    assert "go with --score" in capsys.readouterr().err
+    assert not Path("x.json").exists() and not run_dir("tiny", "share_0", 1).exists()
 
 
 def test_ma_design_cli_and_gather(tmp_path, monkeypatch):

@@ -1,5 +1,6 @@
-"""``ma cell``: one cell x seed of a design into its run directory (the simulate step); with
-``--score`` also its outcomes.json, in the same process (the workflow's run rules)."""
+"""``ma cell``: cell x seed runs of a design into their run directories (the simulate step); with
+``--score`` also their outcomes.json, in the same process (the workflow's run rules: one process
+per live run, one per free cell)."""
 
 from __future__ import annotations
 
@@ -12,16 +13,18 @@ from market_agents.commands.outcomes import add_threshold_args, thresholds
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``ma cell`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
-        "cell", help="run one cell x seed of a design into its run directory",
-        description="Build the config of CELL from DESIGN and run it with SEED into "
-        "results/runs/<design>/<cell>/seed<NNNN>/ (results/rehearsal/... with --mock). Live "
+        "cell", help="run cell x seed of a design into its run directory",
+        description="Build the config of CELL from DESIGN and run it with each SEED, one after "
+        "the other in this process, into results/runs/<design>/<cell>/seed<NNNN>/ "
+        "(results/rehearsal/... with --mock). Live "
         "cells always use a response cache (default results/cache/<design>.sqlite). Before a "
         "live run's first call: the freeze check for the confirmatory design and the "
         "project/pilot caps against the spend ledger (docs/guards.md). Scores only with "
         "--score (otherwise `ma outcomes RUN_DIR` does).")
     p.add_argument("design", help="design YAML")
     p.add_argument("cell", help="cell name")
-    p.add_argument("--seed", type=int, required=True, help="one of the cell's seeds")
+    p.add_argument("--seed", type=int, nargs="+", required=True, metavar="SEED",
+                   help="one or more of the cell's seeds, run in the order given")
     p.add_argument("--mock", action="store_true",
                    help="rehearse: serve every live route by the mock with the same model ids")
     p.add_argument("--cache", default=None, help="LLM response cache path")
@@ -32,13 +35,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also score the run into its outcomes.json, as `ma design` does: one "
                    "process per run (a finished run is not run again: one with outcomes.json is "
                    "kept, one without is scored)")
+    p.add_argument("--replace-stale", action="store_true",
+                   help="with --score: run again a finished run made from another config than "
+                   "the cell's now, if it paid for nothing (the workflow's free cells); a stale "
+                   "run that paid still stops")
+    p.add_argument("--runs-file", default=None, metavar="PATH",
+                   help="with --score: when every SEED is scored, write PATH, a JSON record of "
+                   "the cell's config_hash and each run's outcomes.json sha256 (the workflow's "
+                   "target for a free cell: results/runs/<design>/<cell>/runs.json)")
     add_threshold_args(p)
     add_guard_flags(p)
     p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run one cell × seed of a design into its run directory (the Snakemake ``simulate`` step).
+    """Run cell × seed of a design into its run directories, one seed after the other (the
+    Snakemake ``simulate`` and ``simulate_live`` steps).
 
     Args:
         args: the parsed arguments of ``ma cell`` (``ma cell --help`` lists them).
@@ -47,7 +59,9 @@ def main(args: argparse.Namespace) -> int:
         The exit code: 0.
 
     Raises:
-        ConfigError: a seed that is not the cell's, a bad design.
+        ConfigError: a seed that is not the cell's or given twice, a bad design.
+        StaleRun: a finished run made from another config (unless ``--replace-stale`` and it
+            paid for nothing).
         FreezeError: a confirmatory live cell without a matching freeze.
         BudgetExceeded: the spend ledger's project or pilot cap would be passed.
         RunFailed: too many LLM calls failed (see :func:`market_agents.sim.runner.run_to_dir`).
@@ -58,23 +72,34 @@ def main(args: argparse.Namespace) -> int:
     """
     from market_agents.errors import ConfigError
     from market_agents.protocol.design import load_design, run_dir
-    from market_agents.protocol.steps import run_and_score, simulate
+    from market_agents.protocol.steps import run_and_score, simulate, write_cell_runs
 
     design = load_design(args.design, args.results)
     cell = design.cell(args.cell)
     design.cell_config(args.cell)  # an unavailable cell fails here, naming why
-    if args.seed not in cell.seeds and not args.any_seed:
-        raise ConfigError(f"--seed {args.seed}: not a seed of cell {args.cell!r} in "
-                          f"{args.design} ({cell.seeds[0]}..{cell.seeds[-1]}); "
-                          "--any-seed allows it")
+    for seed in args.seed:
+        if seed not in cell.seeds and not args.any_seed:
+            raise ConfigError(f"--seed {seed}: not a seed of cell {args.cell!r} in "
+                              f"{args.design} ({cell.seeds[0]}..{cell.seeds[-1]}); "
+                              "--any-seed allows it")
+    if len(set(args.seed)) != len(args.seed):
+        raise ConfigError(f"--seed {' '.join(map(str, args.seed))}: a seed is given twice")
+    if (args.replace_stale or args.runs_file) and not args.score:
+        raise ConfigError("--replace-stale and --runs-file go with --score")
     guard = build_guard(args.results, args.deviation)
-    if args.score:
-        did = run_and_score(design, args.cell, args.seed, args.mock, args.cache, args.results,
-                            thresholds(args), replay=args.replay, new_cache=args.new_cache,
-                            guard=guard)
-        print(f"{did} {run_dir(design.name, args.cell, args.seed, args.mock, args.results)}")
-        return 0
-    out = simulate(design, args.cell, args.seed, args.mock, args.cache, args.results,
-                   replay=args.replay, new_cache=args.new_cache, guard=guard)
-    print(f"wrote {out}")
+    for seed in args.seed:
+        path = run_dir(design.name, args.cell, seed, args.mock, args.results)
+        if args.score:
+            did = run_and_score(design, args.cell, seed, args.mock, args.cache, args.results,
+                                thresholds(args), replay=args.replay, new_cache=args.new_cache,
+                                guard=guard, replace_stale=args.replace_stale)
+            print(f"{did} {path}", flush=True)
+        else:
+            simulate(design, args.cell, seed, args.mock, args.cache, args.results,
+                     replay=args.replay, new_cache=args.new_cache, guard=guard)
+            print(f"wrote {path}", flush=True)
+    if args.runs_file:
+        out = write_cell_runs(design, args.cell, args.seed, args.mock, args.runs_file,
+                              args.results)
+        print(f"wrote {out}")
     return 0

@@ -11,7 +11,6 @@ the library's own 90th-percentile leave-one-out distance).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from market_agents.atomic import write_atomic
+from market_agents.core import sha256_file
 from market_agents.errors import ConfigError
 from market_agents.llm import prompting, schema
 
@@ -193,5 +193,5 @@ class DecisionLibrary:
         except (OSError, KeyError, ValueError) as exc:
             raise ConfigError(f"population.llm.frozen_library: cannot read {path} ({exc})") \
                 from None
-        lib.meta["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+        lib.meta["sha256"] = sha256_file(path)
         return lib

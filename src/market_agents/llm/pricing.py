@@ -4,7 +4,6 @@ row and a call's usage. An unknown model is an error that names it: nothing runs
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from market_agents.core import Strict, validation_message
+from market_agents.core import Strict, sha256_file, validation_message
 from market_agents.errors import ConfigError
 from market_agents.inputs import read_yaml
 from market_agents.llm.types import Usage
@@ -98,7 +97,7 @@ class PriceTable(Strict):
             source = path.name
         return {"date": max((r.date for r in self.models.values()), default=""),
                 "source": source,
-                "sha256": hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""}
+                "sha256": sha256_file(path) if path.is_file() else ""}
 
 
 def usage_cost(row: ModelPrice, usage: Usage, per_tokens: int = 1_000_000) -> float:

@@ -16,6 +16,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from market_agents.core import sha256_file
+
 PROVENANCE_FILE = ".provenance.json"
 EXECUTION_ENV = "EXECUTION_ID"
 
@@ -29,15 +31,6 @@ def execution_id(now: dt.datetime | None = None) -> str:
     start = (now or dt.datetime.now(dt.UTC)).isoformat()
     digest = hashlib.sha256(f"{socket.gethostname()}|{start}|{os.getpid()}".encode())
     return f"local-{digest.hexdigest()[:16]}"
-
-
-def sha256_file(path: Path) -> str:
-    """The SHA-256 (hex) of a file, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 # A sanity run's working folder sits beside its results; it is not a result.

@@ -22,6 +22,7 @@ from market_agents.pipeline.workflow_config import WorkflowConfig, validate_work
 from market_agents.protocol import gate
 from market_agents.protocol.design import (
     cache_path,
+    cell_runs_path,
     design_dir,
     freeze_path,
     manifests_dir,
@@ -69,9 +70,20 @@ class Workflow:
         return str(self.config.design_path(name))
 
     def outcome_files(self, design: str, tier: str | None = None, mock: bool = False) -> list[str]:
-        """outcomes.json of every run a target of the design (or one tier of it) needs."""
-        return [str(run_dir(design, cell, seed, mock) / OUTCOMES_FILE)
-                for cell, seed in self.designs.runs(design, tier, mock, self.config.max_seeds)]
+        """The files that say every run a target of the design (or one tier of it) needs is
+        scored: a live or rehearsed run's outcomes.json; a free cell's runs.json (its runs are
+        made by one process, rule ``simulate``)."""
+        return self._scored(design, self.designs.runs(design, tier, mock, self.config.max_seeds),
+                            mock)
+
+    def _scored(self, design: str, runs: list[tuple[str, int]], mock: bool) -> list[str]:
+        files: dict[str, None] = {}  # ordered, each free cell once
+        for cell, seed in runs:
+            if mock or self.is_live_run(design, cell):
+                files[str(run_dir(design, cell, seed, mock) / OUTCOMES_FILE)] = None
+            else:
+                files[str(cell_runs_path(design, cell))] = None
+        return list(files)
 
     def gathered(self, design: str, mock: bool = False, tier: str | None = None) -> str:
         """The design's outcomes.parquet (``ma gather``), or one tier's with the control's."""
@@ -122,6 +134,11 @@ class Workflow:
         prefix = RUN_PATTERN.format(kind=kind)
         return {f.split(".")[0]: f"{prefix}/{f}" for f in (*RUN_FILES, OUTCOMES_FILE)}
 
+    @property
+    def cell_runs(self) -> str:
+        """The output pattern of a free cell's runs (rule ``simulate``): its runs.json."""
+        return str(cell_runs_path("{design}", "{cell}"))
+
     # --- live designs and cells -----------------------------------------------------------
 
     def extra_live_designs(self) -> list[str]:
@@ -135,6 +152,12 @@ class Workflow:
         c = self.config
         return self.designs.live_names([c.pilot, c.confirmatory, c.repilot,
                                         *self.extra_live_designs()])
+
+    def is_live_run(self, design: str, cell: str) -> bool:
+        """Whether the runs of ``design``/``cell`` are made by rule ``simulate_live`` (one job
+        per run, behind the budget gate): the same sets as its wildcard constraints."""
+        designs, cells = self._live
+        return design in designs and cell in cells
 
     @property
     def live_designs(self) -> str:
@@ -194,8 +217,8 @@ class Workflow:
         if control in design.cells and label(design.cells[control].tier) != wildcards.tier:
             runs = self.designs.runs(wildcards.design, label(design.cells[control].tier), mock,
                                      self.config.max_seeds)
-            tier += [str(run_dir(wildcards.design, c, s, mock) / OUTCOMES_FILE)
-                     for c, s in runs if c == control]
+            tier += self._scored(wildcards.design, [(c, s) for c, s in runs if c == control],
+                                 mock)
         return tier
 
     def rehearsal_library_input(self, wildcards: Any) -> list[str]:
@@ -215,7 +238,8 @@ class Workflow:
                                       self.config.tokens_out)
 
     def tier_runs_outcomes(self, wildcards: Any) -> list[str]:
-        """outcomes.json of the runs of one design/tier (the reconciliation's input)."""
+        """The files saying the runs of one design/tier are scored (the reconciliation's
+        input)."""
         return self.outcome_files(wildcards.design, wildcards.tier)
 
     def design_outcomes(self, wildcards: Any) -> list[str]:
@@ -234,6 +258,20 @@ class Workflow:
     def rehearsal_cache(self, wildcards: Any) -> str:
         """The rehearsal's own cache (the rehearsed library is built from it)."""
         return self.cache(wildcards.design, mock=True)
+
+    def cell_seeds(self, wildcards: Any) -> str:
+        """The seeds of a free cell the workflow runs (``--seed`` of rule ``simulate``): the
+        cell's, the first ``max_seeds`` of them when set, less what a gate cut."""
+        if self.is_live_run(wildcards.design, wildcards.cell):
+            raise ConfigError(f"{cell_runs_path(wildcards.design, wildcards.cell)}: "
+                              f"{wildcards.cell} is a live cell of {wildcards.design}; its runs "
+                              "are one job each behind the budget gate (ask for the tier)")
+        runs = self.designs.runs(wildcards.design, max_seeds=self.config.max_seeds)
+        seeds = [str(seed) for cell, seed in runs if cell == wildcards.cell]
+        if not seeds:
+            raise ConfigError(f"{cell_runs_path(wildcards.design, wildcards.cell)}: no runs of "
+                              f"cell {wildcards.cell!r} in design {wildcards.design!r}")
+        return " ".join(seeds)
 
     def cell_hash(self, wildcards: Any) -> str:
         """The cell's config hash as a param: a changed cell config re-runs its free runs."""

@@ -22,6 +22,7 @@ from market_agents.protocol.planning import check_budgets
 from market_agents.protocol.tiers import label
 
 RESULTS = Path("results")
+RUNS_FILE = "runs.json"  # a cell's runs made by one process (cell_runs_path)
 USD = Annotated[float, Field(ge=0)]
 
 
@@ -275,6 +276,13 @@ def run_dir(design_name: str, cell: str, seed: int, mock: bool = False,
             root: Path | str = RESULTS) -> Path:
     """The directory of one run; mock rehearsals live under ``<root>/rehearsal``."""
     return design_dir(design_name, mock, root) / cell / f"seed{seed:04d}"
+
+
+def cell_runs_path(design_name: str, cell: str, mock: bool = False,
+                   root: Path | str = RESULTS) -> Path:
+    """The record of a cell's runs made by one process (``ma cell --seed S1 S2 … --runs-file``):
+    ``<design dir>/<cell>/runs.json``, the workflow's target for a free cell."""
+    return design_dir(design_name, mock, root) / cell / RUNS_FILE
 
 
 def design_dir(design_name: str, mock: bool = False, root: Path | str = RESULTS) -> Path:

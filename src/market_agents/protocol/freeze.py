@@ -12,7 +12,6 @@ in the work tree. ``protocol.guard`` runs it on every path to a confirmatory liv
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import subprocess
@@ -21,6 +20,7 @@ from statistics import NormalDist
 from typing import Any
 
 from market_agents.analysis.outcomes import SENSITIVITY_BUBBLE_GAPS, SENSITIVITY_CRASH_DROPS
+from market_agents.core import sha256_file
 from market_agents.errors import MarketAgentsError
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
@@ -33,11 +33,6 @@ ALPHA, POWER = 0.05, 0.80
 
 class FreezeError(MarketAgentsError):
     """No freeze, or the code or design no longer matches it."""
-
-
-def sha256_file(path: Path) -> str:
-    """The SHA-256 (hex) of a file's bytes."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def frozen_hashes(package_root: Path = PACKAGE_ROOT) -> dict[str, str]:

@@ -14,13 +14,13 @@ workflow job that can pay).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from market_agents.core import sha256_file
 from market_agents.protocol import deviations, freeze, ledger
 from market_agents.protocol.design import Design, load_design
 
@@ -91,7 +91,7 @@ class Guard:
             raise freeze.FreezeError(freeze.refusal(str(self.freeze_file), changed))
         rec: dict[str, Any] = {"freeze": {
             "file": str(self.freeze_file),
-            "sha256": hashlib.sha256(self.freeze_file.read_bytes()).hexdigest(),
+            "sha256": sha256_file(self.freeze_file),
             "commit": (frozen.get("git") or {}).get("commit"), "holds": not changed}}
         if self.deviation:
             rec["deviations"] = [deviations.record(

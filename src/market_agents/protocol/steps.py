@@ -113,20 +113,59 @@ def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path) ->
 def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
                   cache: str | Path | None = None, root: Path | str = RESULTS,
                   th: Thresholds | None = None, replay: bool = False,
-                  new_cache: bool = False, guard: Guard | None = None) -> str:
-    """Simulate and score one run unless already done; returns what was done."""
+                  new_cache: bool = False, guard: Guard | None = None,
+                  replace_stale: bool = False) -> str:
+    """Simulate and score one run unless already done; returns what was done: ``ran``,
+    ``scored`` (a finished run without outcomes.json), ``reused`` or ``replaced``.
+
+    ``replace_stale``: a finished run made from another config than the cell's now that paid
+    for nothing is run again (``replaced``), as Snakemake re-runs a changed free cell; one that
+    paid stops with :class:`StaleRun`, as every stale run does without it.
+    """
+    from market_agents.sim.rundir import paid_usd
+
     path = run_dir(design.name, cell, seed, mock, root)
+    did = "ran"
     if is_complete(path):
-        check_fresh(design, cell, seed, mock, path)
-        if (path / OUTCOMES_FILE).exists():
-            return "reused"
-        did = "scored"
-    else:
+        try:
+            check_fresh(design, cell, seed, mock, path)
+        except StaleRun:
+            if not replace_stale or paid_usd(read_manifest(path)) > 0:
+                raise
+            did = "replaced"
+        else:
+            did = "reused" if (path / OUTCOMES_FILE).exists() else "scored"
+    if did in ("ran", "replaced"):
         simulate(design, cell, seed, mock, cache, root, replay=replay, new_cache=new_cache,
                  guard=guard)
-        did = "ran"
-    write_outcomes(path, th)
+    if did != "reused":
+        write_outcomes(path, th)
     return did
+
+
+def write_cell_runs(design: Design, cell: str, seeds: list[int], mock: bool,
+                    path: str | Path, root: Path | str = RESULTS) -> Path:
+    """Record that ``seeds`` of ``cell`` are run and scored: ``path`` (JSON, written
+    atomically) names the cell's config_hash and each seed's run directory with the sha256 of
+    its outcomes.json. Content only, so the same runs give the same bytes.
+
+    Raises:
+        MissingRuns: a seed without outcomes.json (the record is then not written).
+    """
+    from market_agents.atomic import write_json_atomic
+    from market_agents.config import config_hash
+    from market_agents.core import sha256_file
+
+    runs = {}
+    for seed in seeds:
+        outcomes = run_dir(design.name, cell, seed, mock, root) / OUTCOMES_FILE
+        if not outcomes.exists():
+            raise MissingRuns(f"{outcomes}: missing; {path} is not written")
+        runs[f"seed{seed:04d}"] = sha256_file(outcomes)
+    write_json_atomic(path, {"design": design.name, "cell": cell, "mock": mock,
+                             "config_hash": config_hash(design.cell_config(cell, mock)),
+                             "outcomes_sha256": runs})
+    return Path(path)
 
 
 def gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
