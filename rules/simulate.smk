@@ -1,9 +1,10 @@
-# Free runs (no paid call: classical and mock cells): one job, one process per cell.
-# `ma cell --seed S1 S2 ... --score` writes each run directory
-# results/runs/<design>/<cell>/seed<NNNN>/ (atomically) and its outcomes.json, as `ma design`
-# does, then the cell's runs.json, the job's output. A finished run is kept (a killed job resumes
-# where it stopped); one made from another config, paid for nothing, is run again. Free runs use
-# no response cache, as in `ma design`, so no outcome depends on the order in which jobs ran.
+# Free runs (no paid call: classical and mock cells): one job, one process per batch of up to
+# `runs_per_job` seeds of a cell (config/workflow.yaml). `ma cell --seed S1 S2 ... --score` writes
+# each run directory results/runs/<design>/<cell>/seed<NNNN>/ (atomically) and its outcomes.json,
+# as `ma design` does, then runs_<first>-<last>.json, the job's output. A finished run is kept (a
+# killed job resumes where it stopped); one made from another config, paid for nothing, is run
+# again. Free runs use no response cache, as in `ma design`, so no outcome depends on the order
+# in which jobs ran.
 # Live runs have their own rule, one job per run: they wait for the budget gate, are serialized
 # by the `api` resource (`--resources api=K` runs K at once, sharing the design's response cache)
 # and never re-run because a gate or design file was touched. Rehearsals are one job per run too
@@ -16,11 +17,14 @@ rule simulate:
     output:
         runs=W.cell_runs,
     log:
-        "results/logs/simulate/{design}/{cell}.log",
+        "results/logs/simulate/{design}/{cell}/runs_{first}-{last}.log",
     params:
         design=W.design_yaml,
         seeds=W.cell_seeds,
         config_hash=W.cell_hash,
+    wildcard_constraints:
+        first=r"\d+",
+        last=r"\d+",
     threads: 1
     shell:
         "{MA} cell {params.design} {wildcards.cell} --seed {params.seeds} --score --replace-stale"

@@ -28,15 +28,16 @@ def test_exploratory_runs_then_nothing_to_do(workdir, tmp_path):
     second = smk(workdir, "--cores", "2", "exploratory")
     assert second.returncode == 0
     assert "Nothing to be done" in second.stdout + second.stderr
-    # a free cell's job stopped after its first run (no runs.json, nothing gathered yet): the
-    # next invocation keeps that run and makes the rest
+    # a free cell's job stopped after its first run (no runs_0001-0002.json, nothing gathered
+    # yet): the next invocation keeps that run and makes the rest
     shutil.rmtree(workdir / "results/runs/exploratory/share_25/seed0002")
-    for made in ("share_25/runs.json", "outcomes.parquet"):
+    for made in ("share_25/runs_0001-0002.json", "outcomes.parquet"):
         (workdir / "results/runs/exploratory" / made).unlink()
     kept = (workdir / "results/runs/exploratory/share_25/seed0001/manifest.json").stat()
     resumed = smk(workdir, "--cores", "2", "exploratory")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    log = (workdir / "results/logs/simulate/exploratory/share_25.log").read_text().split()
+    log = (workdir / "results/logs/simulate/exploratory/share_25/runs_0001-0002.log"
+           ).read_text().split()
     assert log[:4] == ["reused", "results/runs/exploratory/share_25/seed0001",
                        "ran", "results/runs/exploratory/share_25/seed0002"]
     assert (workdir / "results/runs/exploratory/share_25/seed0001/manifest.json").stat(
@@ -77,7 +78,7 @@ def test_dry_run_tier_t1_counts_live_jobs_and_decisions_without_calls(workdir):
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-3000:]
     assert re.search(r"^simulate_live\s+20$", out, re.M)
-    assert re.search(r"^simulate\s+1$", out, re.M)  # share_0, seeds 101-130, in one process
+    assert re.search(r"^simulate\s+8$", out, re.M)  # share_0, seeds 101-130, 4 a process
     assert "budget gate confirmatory/T1: 20 live runs, 20,250 planned decisions" in out
     assert not (workdir / "results").exists()
     nokey = smk(workdir, "-n", "tier_T1", test_config=False)

@@ -76,36 +76,46 @@ def test_flags_and_params(wf):
 def test_max_seeds_shortens_every_target(workdir, monkeypatch):
     monkeypatch.chdir(workdir)
     full, small = Workflow({}), Workflow({"max_seeds": 1})
-    cell = wc(design="exploratory", cell="share_0")  # a free cell: fewer seeds in its one job
-    assert len(small.cell_seeds(cell).split()) == 1 < len(full.cell_seeds(cell).split())
-    live, fewer = full.outcome_files("pilot_openai"), small.outcome_files("pilot_openai")
-    assert 0 < len(fewer) < len(live) and set(fewer) <= set(live)
+    assert len(full.outcome_files("sigma")) == 8  # free runs: 30 seeds, 4 a job
+    assert small.outcome_files("sigma") == ["results/runs/sigma/share_0/runs_0001-0001.json"]
+    live, fewer = (set(w.outcome_files("pilot_openai")) for w in (full, small))
+    assert fewer - live == {"results/runs/pilot_openai/share_0/runs_0001-0001.json"}
+    assert 0 < len(fewer & live) < len(live) - 1
 
 
-def test_a_free_cell_is_one_job_and_a_live_run_one_job_each(wf):
+def test_free_runs_are_one_job_per_batch_and_a_live_run_one_job_each(wf):
+    control = "results/runs/confirmatory/share_0/runs_{}-{}.json"
+    batches = [control.format(f"{s:04d}", f"{min(s + 3, 130):04d}") for s in range(101, 131, 4)]
     t1 = wf.outcome_files("confirmatory", "T1")
-    assert [f for f in t1 if not f.endswith("/outcomes.json")] == [
-        "results/runs/confirmatory/share_0/runs.json"]  # 30 free control runs, one process
+    assert [f for f in t1 if not f.endswith("/outcomes.json")] == batches  # 30 free runs, 8 jobs
     live = [f for f in t1 if f.endswith("/outcomes.json")]
     assert len(live) == 20 and all(wf.is_live_run("confirmatory", f.split("/")[3]) for f in live)
-    assert wf.cell_seeds(wc(design="confirmatory", cell="share_0")) == " ".join(
-        str(s) for s in range(101, 131))
-    assert wf.cell_runs == "results/runs/{design}/{cell}/runs.json"
-    # every later tier is gathered with the control: its one target, once
+    assert wf.cell_seeds(wc(design="confirmatory", cell="share_0", first="0129",
+                            last="0130")) == "129 130"
+    assert wf.cell_runs == "results/runs/{design}/{cell}/runs_{first}-{last}.json"
+    # every later tier is gathered with the control: its batches, once each
     t2 = wf.tier_outcomes(wc(design="confirmatory", tier="T2", kind="runs"))
-    assert t2.count("results/runs/confirmatory/share_0/runs.json") == 1
+    assert [f for f in t2 if f in batches] == batches
     # a rehearsal is one job per run, the control's runs included
     rehearsed = wf.outcome_files("confirmatory", "T1", mock=True)
     assert len(rehearsed) == 50 and all(f.endswith("/outcomes.json") for f in rehearsed)
-    # a free design: one target per cell
+    # the exploratory design (3 seeds a cell): one job per cell
+    design = wf.designs.get("exploratory")
     assert wf.outcome_files("exploratory") == [
-        f"results/runs/exploratory/{c}/runs.json" for c in wf.designs.get("exploratory").cells
-        if not wf.designs.get("exploratory").cells[c].unavailable]
-    # a live cell's runs are never made by the free cells' rule (no budget gate there)
+        f"results/runs/exploratory/{c}/runs_0001-0003.json" for c in design.cells
+        if not design.cells[c].unavailable]
+    # runs_per_job sets the batches: one run per job, or the whole cell in one
+    one = Workflow({"runs_per_job": 1}).outcome_files("sigma")
+    assert len(one) == 30 and one[0] == "results/runs/sigma/share_0/runs_0001-0001.json"
+    assert Workflow({"runs_per_job": 30}).outcome_files("sigma") == [
+        "results/runs/sigma/share_0/runs_0001-0030.json"]
+    # a live cell's runs are never made by the free runs' rule (no budget gate there), and a
+    # batch the design does not have is named
     with pytest.raises(ConfigError, match="share_25 is a live cell of confirmatory"):
-        wf.cell_seeds(wc(design="confirmatory", cell="share_25"))
-    with pytest.raises(ConfigError, match="no runs of cell 'nosuch'"):
-        wf.cell_seeds(wc(design="exploratory", cell="nosuch"))
+        wf.cell_seeds(wc(design="confirmatory", cell="share_25", first="0101", last="0104"))
+    with pytest.raises(ConfigError, match="runs_0101-0103.json: not a batch of free runs of "
+                                          "cell 'share_0' in design 'confirmatory'"):
+        wf.cell_seeds(wc(design="confirmatory", cell="share_0", first="0101", last="0103"))
 
 
 def test_unknown_target_and_design_are_named(wf):

@@ -42,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--runs-file", default=None, metavar="PATH",
                    help="with --score: when every SEED is scored, write PATH, a JSON record of "
                    "the cell's config_hash and each run's outcomes.json sha256 (the workflow's "
-                   "target for a free cell: results/runs/<design>/<cell>/runs.json)")
+                   "target for a batch of free runs: "
+                   "results/runs/<design>/<cell>/runs_<first>-<last>.json)")
     add_threshold_args(p)
     add_guard_flags(p)
     p.set_defaults(func=main)

@@ -21,6 +21,7 @@ from market_agents.errors import ConfigError
 from market_agents.pipeline.workflow_config import WorkflowConfig, validate_workflow_config
 from market_agents.protocol import gate
 from market_agents.protocol.design import (
+    RUNS_FILE,
     cache_path,
     cell_runs_path,
     design_dir,
@@ -71,19 +72,29 @@ class Workflow:
 
     def outcome_files(self, design: str, tier: str | None = None, mock: bool = False) -> list[str]:
         """The files that say every run a target of the design (or one tier of it) needs is
-        scored: a live or rehearsed run's outcomes.json; a free cell's runs.json (its runs are
-        made by one process, rule ``simulate``)."""
+        scored: a live or rehearsed run's outcomes.json; for free runs, the runs_<first>-<last>.json
+        of each batch of up to ``runs_per_job`` seeds of a cell (made by one process, rule
+        ``simulate``)."""
         return self._scored(design, self.designs.runs(design, tier, mock, self.config.max_seeds),
                             mock)
 
     def _scored(self, design: str, runs: list[tuple[str, int]], mock: bool) -> list[str]:
-        files: dict[str, None] = {}  # ordered, each free cell once
+        files: dict[str, None] = {}  # ordered, each batch once
         for cell, seed in runs:
             if mock or self.is_live_run(design, cell):
                 files[str(run_dir(design, cell, seed, mock) / OUTCOMES_FILE)] = None
             else:
-                files[str(cell_runs_path(design, cell))] = None
+                batch = next(b for b in self._batches(design, cell) if seed in b)
+                files[str(cell_runs_path(design, cell, batch))] = None
         return list(files)
+
+    def _batches(self, design: str, cell: str) -> list[list[int]]:
+        """The free runs of a cell the workflow makes, in batches of ``runs_per_job`` seeds in
+        design order: the first ``max_seeds`` seeds when set, less what a gate cut."""
+        seeds = [s for c, s in self.designs.runs(design, max_seeds=self.config.max_seeds)
+                 if c == cell]
+        n = self.config.runs_per_job
+        return [seeds[i:i + n] for i in range(0, len(seeds), n)]
 
     def gathered(self, design: str, mock: bool = False, tier: str | None = None) -> str:
         """The design's outcomes.parquet (``ma gather``), or one tier's with the control's."""
@@ -136,8 +147,9 @@ class Workflow:
 
     @property
     def cell_runs(self) -> str:
-        """The output pattern of a free cell's runs (rule ``simulate``): its runs.json."""
-        return str(cell_runs_path("{design}", "{cell}"))
+        """The output pattern of a batch of free runs (rule ``simulate``), with the wildcards
+        ``first`` and ``last`` (its first and last seed)."""
+        return str(design_dir("{design}") / "{cell}" / RUNS_FILE)
 
     # --- live designs and cells -----------------------------------------------------------
 
@@ -260,18 +272,19 @@ class Workflow:
         return self.cache(wildcards.design, mock=True)
 
     def cell_seeds(self, wildcards: Any) -> str:
-        """The seeds of a free cell the workflow runs (``--seed`` of rule ``simulate``): the
-        cell's, the first ``max_seeds`` of them when set, less what a gate cut."""
-        if self.is_live_run(wildcards.design, wildcards.cell):
-            raise ConfigError(f"{cell_runs_path(wildcards.design, wildcards.cell)}: "
-                              f"{wildcards.cell} is a live cell of {wildcards.design}; its runs "
-                              "are one job each behind the budget gate (ask for the tier)")
-        runs = self.designs.runs(wildcards.design, max_seeds=self.config.max_seeds)
-        seeds = [str(seed) for cell, seed in runs if cell == wildcards.cell]
-        if not seeds:
-            raise ConfigError(f"{cell_runs_path(wildcards.design, wildcards.cell)}: no runs of "
-                              f"cell {wildcards.cell!r} in design {wildcards.design!r}")
-        return " ".join(seeds)
+        """The seeds of one batch of a free cell (``--seed`` of rule ``simulate``), named by its
+        first and last seed."""
+        design, cell = wildcards.design, wildcards.cell
+        asked = self.cell_runs.format(design=design, cell=cell, first=wildcards.first,
+                                      last=wildcards.last)
+        if self.is_live_run(design, cell):
+            raise ConfigError(f"{asked}: {cell} is a live cell of {design}; its runs are one "
+                              "job each, behind the budget gate (ask for the design's target)")
+        for batch in self._batches(design, cell):
+            if str(cell_runs_path(design, cell, batch)) == asked:
+                return " ".join(map(str, batch))
+        raise ConfigError(f"{asked}: not a batch of free runs of cell {cell!r} in design "
+                          f"{design!r} (runs_per_job {self.config.runs_per_job})")
 
     def cell_hash(self, wildcards: Any) -> str:
         """The cell's config hash as a param: a changed cell config re-runs its free runs."""

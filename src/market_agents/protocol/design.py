@@ -8,6 +8,7 @@ never be mistaken for, or overwrite, a live result.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,7 +23,7 @@ from market_agents.protocol.planning import check_budgets
 from market_agents.protocol.tiers import label
 
 RESULTS = Path("results")
-RUNS_FILE = "runs.json"  # a cell's runs made by one process (cell_runs_path)
+RUNS_FILE = "runs_{first}-{last}.json"  # free runs of a cell made by one process (cell_runs_path)
 USD = Annotated[float, Field(ge=0)]
 
 
@@ -278,11 +279,13 @@ def run_dir(design_name: str, cell: str, seed: int, mock: bool = False,
     return design_dir(design_name, mock, root) / cell / f"seed{seed:04d}"
 
 
-def cell_runs_path(design_name: str, cell: str, mock: bool = False,
+def cell_runs_path(design_name: str, cell: str, seeds: Sequence[int],
                    root: Path | str = RESULTS) -> Path:
-    """The record of a cell's runs made by one process (``ma cell --seed S1 S2 … --runs-file``):
-    ``<design dir>/<cell>/runs.json``, the workflow's target for a free cell."""
-    return design_dir(design_name, mock, root) / cell / RUNS_FILE
+    """The record of free runs of a cell made by one process (``ma cell --seed S1 S2 …
+    --runs-file``): ``<root>/runs/<design>/<cell>/runs_<first>-<last>.json`` with the first and
+    last of ``seeds`` (4 digits, as run directories), the workflow's target for them."""
+    first, last = f"{seeds[0]:04d}", f"{seeds[-1]:04d}"
+    return design_dir(design_name, False, root) / cell / RUNS_FILE.format(first=first, last=last)
 
 
 def design_dir(design_name: str, mock: bool = False, root: Path | str = RESULTS) -> Path:
