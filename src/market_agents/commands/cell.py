@@ -1,6 +1,6 @@
 """``ma cell``: cell x seed runs of a design into their run directories (the simulate step); with
 ``--score`` also their outcomes.json, in the same process (the workflow's run rules: one process
-per live run, one per free cell)."""
+per live or rehearsed run, one per batch of free runs)."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--results", default="results", help="results root (default results)")
     p.add_argument("--any-seed", action="store_true", help="allow a seed not in the cell's list")
     p.add_argument("--score", action="store_true",
-                   help="also score the run into its outcomes.json, as `ma design` does: one "
-                   "process per run (a finished run is not run again: one with outcomes.json is "
+                   help="also score each run into its outcomes.json in this process, as "
+                   "`ma design` does (a finished run is not run again: one with outcomes.json is "
                    "kept, one without is scored)")
     p.add_argument("--replace-stale", action="store_true",
                    help="with --score: run again a finished run made from another config than "

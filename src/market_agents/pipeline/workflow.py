@@ -80,11 +80,14 @@ class Workflow:
 
     def _scored(self, design: str, runs: list[tuple[str, int]], mock: bool) -> list[str]:
         files: dict[str, None] = {}  # ordered, each batch once
+        batches: dict[str, list[list[int]]] = {}
         for cell, seed in runs:
             if mock or self.is_live_run(design, cell):
                 files[str(run_dir(design, cell, seed, mock) / OUTCOMES_FILE)] = None
             else:
-                batch = next(b for b in self._batches(design, cell) if seed in b)
+                if cell not in batches:
+                    batches[cell] = self._batches(design, cell)
+                batch = next(b for b in batches[cell] if seed in b)
                 files[str(cell_runs_path(design, cell, batch))] = None
         return list(files)
 
