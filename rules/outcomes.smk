@@ -5,6 +5,7 @@
 rule gather:
     input:
         outcomes=W.design_outcomes,
+        sources=W.gather_sources,
     output:
         parquet="results/{kind}/{design}/outcomes.parquet",
     log:

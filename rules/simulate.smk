@@ -1,9 +1,10 @@
 # Free runs (no paid call: classical and mock cells): one job, one process per batch of up to
 # `runs_per_job` seeds of a cell (config/workflow.yaml). `ma cell --seed S1 S2 ... --score` writes
 # each run directory results/runs/<design>/<cell>/seed<NNNN>/ (atomically) and its outcomes.json,
-# as `ma design` does, then runs_<first>-<last>.json, the job's output. A finished run is kept (a
-# killed job resumes where it stopped); one made from another config, paid for nothing, is run
-# again. Free runs use no response cache, as in `ma design`, so no outcome depends on the order
+# as `ma design` does, then runs_<first>-<last>_<chash>.json, the job's output (chash: the
+# cell's config_hash, so a changed cell asks for a new record, with or without .snakemake's
+# records). A finished run is kept (a killed job resumes where it stopped); one made from another
+# config, paid for nothing, is run again; making a run removes the records that named it. Free runs use no response cache, as in `ma design`, so no outcome depends on the order
 # in which jobs ran.
 # Live runs have their own rule, one job per run: they wait for the budget gate, are serialized
 # by the `api` resource (`--resources api=K` runs K at once, sharing the design's response cache)
@@ -17,14 +18,14 @@ rule simulate:
     output:
         runs=W.cell_runs,
     log:
-        "results/logs/simulate/{design}/{cell}/runs_{first}-{last}.log",
+        "results/logs/simulate/{design}/{cell}/runs_{first}-{last}_{chash}.log",
     params:
         design=W.design_yaml,
         seeds=W.cell_seeds,
-        config_hash=W.cell_hash,
     wildcard_constraints:
         first=r"\d+",
         last=r"\d+",
+        chash=r"[0-9a-f]{12}",
     threads: 1
     shell:
         "{MA} cell {params.design} {wildcards.cell} --seed {params.seeds} --score --replace-stale"

@@ -47,3 +47,15 @@ def test_summary_prints_mechanism_activity_and_flags_idle_mechanisms(tmp_path, c
     flags = [line for line in out.splitlines() if line.startswith("FLAG")]
     assert flags == ["FLAG breaker_25: breaker is switched on but acted in none of its 2 "
                      "seed(s)"]
+
+
+def test_summary_says_the_usd_column_is_priced_not_paid(tmp_path, capsys):
+    """The mock's answers are priced at the price table too; the summary says what was paid."""
+    path = tmp_path / "outcomes.parquet"
+    pl.DataFrame({"cell": ["mock_25", "live_25"], "seed": [1, 1], "llm_usd": [0.3, 0.2],
+                  "llm_usd_spent": [0.0, 0.125]}).write_parquet(path)
+    assert main(["summary", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[-1] == "0.3000" and out[3] == (
+        "USD: the answers at the price table (config/prices.yaml), as if bought live; "
+        "paid: 0.1250 USD in all (llm_usd_spent)")

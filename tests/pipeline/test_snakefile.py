@@ -15,7 +15,7 @@ def test_exploratory_runs_then_nothing_to_do(workdir, tmp_path):
     first = smk(workdir, "--cores", "2", "exploratory",
                 "results/runs/exploratory/sensitivity.parquet")
     assert first.returncode == 0, first.stderr[-3000:]
-    # one process per free cell (`ma cell --seed 1 2 --score`), and free runs open no cache
+    # one process per batch of free runs (`ma cell --seed 1 2 --score`), and no response cache
     assert re.search(r"^simulate\s+2$", first.stdout + first.stderr, re.M)
     assert not re.search(r"^outcomes\s+\d+$", first.stdout + first.stderr, re.M)
     assert not (workdir / "results/cache").exists()
@@ -28,36 +28,6 @@ def test_exploratory_runs_then_nothing_to_do(workdir, tmp_path):
     second = smk(workdir, "--cores", "2", "exploratory")
     assert second.returncode == 0
     assert "Nothing to be done" in second.stdout + second.stderr
-    # a free cell's job stopped after its first run (no runs_0001-0002.json, nothing gathered
-    # yet): the next invocation keeps that run and makes the rest
-    shutil.rmtree(workdir / "results/runs/exploratory/share_25/seed0002")
-    for made in ("share_25/runs_0001-0002.json", "outcomes.parquet"):
-        (workdir / "results/runs/exploratory" / made).unlink()
-    kept = (workdir / "results/runs/exploratory/share_25/seed0001/manifest.json").stat()
-    resumed = smk(workdir, "--cores", "2", "exploratory")
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    log = (workdir / "results/logs/simulate/exploratory/share_25/runs_0001-0002.log"
-           ).read_text().split()
-    assert log[:4] == ["reused", "results/runs/exploratory/share_25/seed0001",
-                       "ran", "results/runs/exploratory/share_25/seed0002"]
-    assert (workdir / "results/runs/exploratory/share_25/seed0001/manifest.json").stat(
-        ).st_mtime_ns == kept.st_mtime_ns
-    assert pl.read_parquet(workdir / "results/runs/exploratory/outcomes.parquet").equals(table)
-    # a changed cell is run again, in its one job, its stale runs replaced (they paid nothing);
-    # the other cell is kept
-    design = workdir / "config/test/designs/exploratory.yaml"
-    text = design.read_text()
-    design.write_text(text.replace("population.llm_share: 0.25", "population.llm_share: 0.3"))
-    third = smk(workdir, "--cores", "2", "exploratory")
-    assert third.returncode == 0, third.stderr[-3000:]
-    assert re.search(r"^simulate\s+1$", third.stdout + third.stderr, re.M)
-    changed = pl.read_parquet(workdir / "results/runs/exploratory/outcomes.parquet")
-    assert changed.filter(pl.col("cell") == "share_25")["llm_share"].to_list() == [0.3, 0.3]
-    assert changed.filter(pl.col("cell") == "share_0").equals(
-        table.filter(pl.col("cell") == "share_0"))
-    design.write_text(text)
-    assert smk(workdir, "--cores", "2", "exploratory").returncode == 0
-    table = pl.read_parquet(workdir / "results/runs/exploratory/outcomes.parquet")
     # `ma design` on the same design: the same outcomes.parquet, byte for byte
     other = tmp_path / "design"
     shutil.copytree(workdir / "config", other / "config")
@@ -68,6 +38,81 @@ def test_exploratory_runs_then_nothing_to_do(workdir, tmp_path):
     gathered = "results/runs/exploratory/outcomes.parquet"
     assert pl.read_parquet(other / gathered).equals(table)
     assert (other / gathered).read_bytes() == (workdir / gathered).read_bytes()
+
+
+RUNS = "results/runs/exploratory"
+
+
+def _records(workdir, cell):
+    return sorted(p.name for p in (workdir / RUNS / cell).glob("runs_*.json"))
+
+
+def test_free_runs_resume_and_no_record_outlives_its_runs(workdir):
+    """A batch's record (runs_<first>-<last>_<chash>.json) is the workflow's only mark that its
+    free runs are made: a stopped batch resumes, a run deleted under its record is made again,
+    and a changed cell is run again whether or not .snakemake remembers the old params or
+    another batch size made the runs in between."""
+    def run(*args):
+        done = smk(workdir, "--cores", "2", "exploratory", *args)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout + done.stderr
+
+    def batches_run(out):
+        found = re.search(r"^simulate\s+(\d+)$", out, re.M)
+        return int(found.group(1)) if found else 0
+
+    run()
+    table = pl.read_parquet(workdir / RUNS / "outcomes.parquet")
+    [record] = _records(workdir, "share_25")
+    assert record.startswith("runs_0001-0002_")
+    # a batch stopped after its first run (no record, nothing gathered yet): the next
+    # invocation keeps that run and makes the rest
+    shutil.rmtree(workdir / RUNS / "share_25/seed0002")
+    for made in (f"share_25/{record}", "outcomes.parquet"):
+        (workdir / RUNS / made).unlink()
+    kept = (workdir / RUNS / "share_25/seed0001/manifest.json").stat().st_mtime_ns
+    run()
+    log = (workdir / "results/logs/simulate/exploratory/share_25" / record.replace(
+        ".json", ".log")).read_text().split()
+    assert log[:4] == ["reused", f"{RUNS}/share_25/seed0001", "ran", f"{RUNS}/share_25/seed0002"]
+    assert (workdir / RUNS / "share_25/seed0001/manifest.json").stat().st_mtime_ns == kept
+    assert pl.read_parquet(workdir / RUNS / "outcomes.parquet").equals(table)
+    # a run deleted by hand under its record: the gather stops naming it and drops the record,
+    # and the same command again makes the run
+    shutil.rmtree(workdir / RUNS / "share_0/seed0002")
+    (workdir / RUNS / "outcomes.parquet").unlink()
+    failed = smk(workdir, "--cores", "2", "exploratory")
+    assert failed.returncode != 0 and _records(workdir, "share_0") == []
+    log = (workdir / "results/logs/gather/runs/exploratory.log").read_text()
+    assert "1 run(s) have no outcomes.json, e.g. results/runs/exploratory/share_0/seed0002" in log
+    assert batches_run(run()) == 1
+    assert pl.read_parquet(workdir / RUNS / "outcomes.parquet").equals(table)
+    # a changed cell asks for a new record: its batch runs again and replaces its stale runs
+    # (they paid nothing); the other cell is kept
+    design = workdir / "config/test/designs/exploratory.yaml"
+    text = design.read_text()
+    edited = text.replace("population.llm_share: 0.25", "population.llm_share: 0.3")
+    design.write_text(edited)
+    assert batches_run(run()) == 1
+    changed = pl.read_parquet(workdir / RUNS / "outcomes.parquet")
+    assert changed.filter(pl.col("cell") == "share_25")["llm_share"].to_list() == [0.3, 0.3]
+    assert changed.filter(pl.col("cell") == "share_0").equals(
+        table.filter(pl.col("cell") == "share_0"))
+    assert _records(workdir, "share_25") != [record]  # the old one named the replaced runs
+    # restored without .snakemake's records (as after `make clean`): still run again
+    shutil.rmtree(workdir / ".snakemake")
+    design.write_text(text)
+    assert batches_run(run()) == 1
+    assert pl.read_parquet(workdir / RUNS / "outcomes.parquet").equals(table)
+    assert _records(workdir, "share_25") == [record]
+    # runs made again by another batch size in between: the first size's record is gone with
+    # them, so restoring the design and the size runs the batch again
+    design.write_text(edited)
+    assert batches_run(run("--config", "runs_per_job=1")) == 4  # share_0's: runs reused
+    assert not (workdir / RUNS / "share_25" / record).exists()
+    design.write_text(text)
+    assert batches_run(run()) == 1
+    assert pl.read_parquet(workdir / RUNS / "outcomes.parquet").equals(table)
 
 
 def test_dry_run_tier_t1_counts_live_jobs_and_decisions_without_calls(workdir):

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from market_agents.config import config_hash
 from market_agents.errors import ConfigError
 from market_agents.pipeline.workflow import Workflow
 from market_agents.sim.rundir import OUTCOMES_FILE, RUN_FILES
@@ -67,32 +68,38 @@ def test_flags_and_params(wf):
     assert Workflow({"max_seeds": 1}).partial_flag(wc()) == "--allow-missing"
     assert wf.cache_file(wc(design="d")) == "results/cache/d.sqlite"
     assert wf.rehearsal_cache(wc(design="d")) == "results/rehearsal/cache/d.sqlite"
-    assert wf.cell_hash(wc(design="exploratory", cell="share_0")) != wf.cell_hash(
-        wc(design="exploratory", cell="share_25"))
+    assert wf.rehearsal_cell_hash(wc(design="exploratory", cell="share_0")) != (
+        wf.rehearsal_cell_hash(wc(design="exploratory", cell="share_25")))
     assert wf.bazaar_usd_cap(wc(provider="mock")) == ""
     assert wf.bazaar_api(wc(provider="openai")) == 1
+
+
+def batch(design, cell, first, last, mock=False):
+    """The record of a batch of free runs, named with the cell's config_hash now."""
+    chash = config_hash(Workflow({}).designs.get(design).cell_config(cell))[:12]
+    return f"results/runs/{design}/{cell}/runs_{first:04d}-{last:04d}_{chash}.json"
 
 
 def test_max_seeds_shortens_every_target(workdir, monkeypatch):
     monkeypatch.chdir(workdir)
     full, small = Workflow({}), Workflow({"max_seeds": 1})
     assert len(full.outcome_files("sigma")) == 8  # free runs: 30 seeds, 4 a job
-    assert small.outcome_files("sigma") == ["results/runs/sigma/share_0/runs_0001-0001.json"]
+    assert small.outcome_files("sigma") == [batch("sigma", "share_0", 1, 1)]
     live, fewer = (set(w.outcome_files("pilot_openai")) for w in (full, small))
-    assert fewer - live == {"results/runs/pilot_openai/share_0/runs_0001-0001.json"}
+    assert fewer - live == {batch("pilot_openai", "share_0", 1, 1)}
     assert 0 < len(fewer & live) < len(live) - 1
 
 
 def test_free_runs_are_one_job_per_batch_and_a_live_run_one_job_each(wf):
-    control = "results/runs/confirmatory/share_0/runs_{}-{}.json"
-    batches = [control.format(f"{s:04d}", f"{min(s + 3, 130):04d}") for s in range(101, 131, 4)]
+    batches = [batch("confirmatory", "share_0", s, min(s + 3, 130)) for s in range(101, 131, 4)]
     t1 = wf.outcome_files("confirmatory", "T1")
     assert [f for f in t1 if not f.endswith("/outcomes.json")] == batches  # 30 free runs, 8 jobs
     live = [f for f in t1 if f.endswith("/outcomes.json")]
     assert len(live) == 20 and all(wf.is_live_run("confirmatory", f.split("/")[3]) for f in live)
-    assert wf.cell_seeds(wc(design="confirmatory", cell="share_0", first="0129",
-                            last="0130")) == "129 130"
-    assert wf.cell_runs == "results/runs/{design}/{cell}/runs_{first}-{last}.json"
+    chash = batches[-1].rsplit("_", 1)[1][:-5]
+    last = wc(design="confirmatory", cell="share_0", first="0129", last="0130", chash=chash)
+    assert wf.cell_seeds(last) == "129 130"
+    assert wf.cell_runs == "results/runs/{design}/{cell}/runs_{first}-{last}_{chash}.json"
     # every later tier is gathered with the control: its batches, once each
     t2 = wf.tier_outcomes(wc(design="confirmatory", tier="T2", kind="runs"))
     assert [f for f in t2 if f in batches] == batches
@@ -102,20 +109,26 @@ def test_free_runs_are_one_job_per_batch_and_a_live_run_one_job_each(wf):
     # the exploratory design (3 seeds a cell): one job per cell
     design = wf.designs.get("exploratory")
     assert wf.outcome_files("exploratory") == [
-        f"results/runs/exploratory/{c}/runs_0001-0003.json" for c in design.cells
-        if not design.cells[c].unavailable]
+        batch("exploratory", c, 1, 3) for c in design.cells if not design.cells[c].unavailable]
     # runs_per_job sets the batches: one run per job, or the whole cell in one
     one = Workflow({"runs_per_job": 1}).outcome_files("sigma")
-    assert len(one) == 30 and one[0] == "results/runs/sigma/share_0/runs_0001-0001.json"
+    assert len(one) == 30 and one[0] == batch("sigma", "share_0", 1, 1)
     assert Workflow({"runs_per_job": 30}).outcome_files("sigma") == [
-        "results/runs/sigma/share_0/runs_0001-0030.json"]
-    # a live cell's runs are never made by the free runs' rule (no budget gate there), and a
-    # batch the design does not have is named
+        batch("sigma", "share_0", 1, 30)]
+    # a live cell's runs are never made by the free runs' rule (no budget gate there); a batch
+    # the design does not have, or has no more (another config_hash), is named with the ones
+    # it has
     with pytest.raises(ConfigError, match="share_25 is a live cell of confirmatory"):
-        wf.cell_seeds(wc(design="confirmatory", cell="share_25", first="0101", last="0104"))
-    with pytest.raises(ConfigError, match="runs_0101-0103.json: not a batch of free runs of "
-                                          "cell 'share_0' in design 'confirmatory'"):
-        wf.cell_seeds(wc(design="confirmatory", cell="share_0", first="0101", last="0103"))
+        wf.cell_seeds(wc(design="confirmatory", cell="share_25", first="0101", last="0104",
+                         chash=chash))
+    with pytest.raises(ConfigError, match=r"not a batch of free runs of confirmatory/share_0 "
+                                          r"now \(runs_per_job 4\): runs_0101-0104_"):
+        wf.cell_seeds(wc(design="confirmatory", cell="share_0", first="0101", last="0104",
+                         chash="0" * 12))
+    with pytest.raises(ConfigError, match=r"no cell 'nocell' in design 'sigma' \(cells: "
+                                          r"share_0\)"):
+        wf.cell_seeds(wc(design="sigma", cell="nocell", first="0001", last="0004",
+                         chash=chash))
 
 
 def test_unknown_target_and_design_are_named(wf):

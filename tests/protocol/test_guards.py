@@ -288,6 +288,20 @@ def test_paid_jobs_are_in_the_ledger_while_they_run_and_after(workdir):
     assert ledger.spend(workdir / "results").unsettled_usd == 0.25
 
 
+def test_a_live_run_without_its_key_stops_before_the_ledger_holds_it(workdir):
+    """A missing key is known before any call: no unsettled record at the run's plan, no run
+    directory, no cache (a record would count against both caps until the run is made)."""
+    design = "config/test/designs/pilot_openai.yaml"
+    done = subprocess.run([str(BIN / "ma"), "cell", design, "share_25", "--seed", "1"],
+                          cwd=workdir, env=env(OPENAI_API_KEY="", MARKET_AGENTS_GUARDS=GUARDS),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "OPENAI_API_KEY is not set" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert ledger.spend(workdir / "results").unsettled_usd == 0
+    assert not (workdir / "results/runs/pilot_openai").exists()
+    assert not (workdir / "results/cache/pilot_openai.sqlite").exists()
+
+
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(spent=st.lists(st.floats(0, 10), max_size=4), unsettled=st.floats(0, 10),

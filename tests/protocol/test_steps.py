@@ -96,11 +96,12 @@ def test_ma_cell_then_outcomes_then_gather(tmp_path, monkeypatch, capsys):
 
 def test_ma_cell_runs_a_free_cell_in_one_process_and_records_it(tmp_path, monkeypatch,
                                                                  capsys):
-    """The workflow's free-cell step: every seed in one process, then runs.json; a finished
-    run is kept, a stale one that paid nothing is run again, one that paid is never."""
+    """The workflow's step for a batch of free runs: every seed in one process, then the batch
+    record; a finished run is kept, a stale one that paid nothing is run again, one that paid
+    is never, and a record that names a run made again is removed."""
     path = tiny_design(tmp_path, live=False)
     monkeypatch.chdir(tmp_path)
-    record = Path("results/runs/tiny/share_25/runs.json")
+    record = Path("results/runs/tiny/share_25/runs_0001-0002.json")
     cell = ["cell", str(path), "share_25", "--seed", "1", "2", "--score"]
     assert ma([*cell, "--runs-file", str(record)]) == 0
     assert capsys.readouterr().out.splitlines() == [
@@ -125,8 +126,12 @@ def test_ma_cell_runs_a_free_cell_in_one_process_and_records_it(tmp_path, monkey
     record.unlink()
     assert ma([*cell, "--runs-file", str(record)]) == 2
     assert "made from another config" in capsys.readouterr().err and not record.exists()
+    old, other = record.with_name("runs_0001-0001_x.json"), record.with_name("runs_9.json")
+    old.write_text(json.dumps({"outcomes_sha256": {"seed0001": "made before"}}))
+    other.write_text(json.dumps({"outcomes_sha256": {"seed0009": "another run"}}))
     assert ma([*cell, "--replace-stale", "--runs-file", str(record)]) == 0
     assert capsys.readouterr().out.count("replaced ") == 2
+    assert not old.exists() and other.exists()  # no record outlives the runs it named
     assert json.loads(record.read_text())["config_hash"] != data["config_hash"]
     assert (runs[1] / "outcomes.json").read_bytes() != outcomes
     # a stale run that paid is never replaced
@@ -142,7 +147,14 @@ def test_ma_cell_runs_a_free_cell_in_one_process_and_records_it(tmp_path, monkey
     assert ma(["cell", str(path), "share_25", "--seed", "1", "1", "--score"]) == 2
     assert "a seed is given twice" in capsys.readouterr().err
     assert ma(["cell", str(path), "share_0", "--seed", "1", "--runs-file", "x.json"]) == 2
-    assert "go with --score" in capsys.readouterr().err
+    assert "--runs-file goes with --score" in capsys.readouterr().err
+    # a record that cannot be written is refused before any run, not after them
+    Path("plain").write_text("")
+    for where in ("plain/runs.json", "results"):
+        assert ma(["cell", str(path), "share_0", "--seed", "1", "--score",
+                   "--runs-file", where]) == 2
+        assert f"--runs-file {where}: not a file that can be written" in (
+            capsys.readouterr().err)
     assert not Path("x.json").exists() and not run_dir("tiny", "share_0", 1).exists()
 
 
@@ -162,10 +174,13 @@ def fake_design(tmp_path: Path) -> tuple[Path, Path]:
     """A design whose run directories are hand-made paths with known episodes."""
     path = tiny_design(tmp_path, live=False)
     root = tmp_path / "results"
+    design = load_design(path)
     p, v = bubble_crash_path()
     for cell in ("share_0", "share_25"):
+        made = {"config_hash": config_hash(design.cell_config(cell))}  # the design's own runs
         for seed in (1, 2):
-            make_run(run_dir("tiny", cell, seed, root=root), p * (1 + 0.01 * seed), v, seed=seed)
+            make_run(run_dir("tiny", cell, seed, root=root), p * (1 + 0.01 * seed), v, seed=seed,
+                     manifest_extra=made)
     return path, root
 
 
@@ -204,6 +219,15 @@ def test_gather_and_sensitivity_name_missing_runs(tmp_path):
     for cell, seed in design.runs():
         write_outcomes(run_dir("tiny", cell, seed, root=root))
     assert gather(design, root=root).height == 4
+    # a run made from another config is never gathered, --allow-missing or not
+    stale = run_dir("tiny", "share_25", 2, root=root) / "manifest.json"
+    manifest = json.loads(stale.read_text())
+    stale.write_text(json.dumps({**manifest, "config_hash": "0" * 64}))
+    for allow in (False, True):
+        with pytest.raises(StaleRun, match=r"1 run\(s\) were made from another config than "
+                                           r"the design now gives, e.g. .*share_25/seed0002"):
+            gather(design, root=root, allow_missing=allow)
+    stale.write_text(json.dumps(manifest))
     import shutil
 
     shutil.rmtree(run_dir("tiny", "share_0", 1, root=root))

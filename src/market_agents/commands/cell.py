@@ -5,6 +5,8 @@ per live or rehearsed run, one per batch of free runs)."""
 from __future__ import annotations
 
 import argparse
+import tempfile
+from pathlib import Path
 
 from market_agents.commands import add_guard_flags, add_serving_flags, build_guard
 from market_agents.commands.outcomes import add_threshold_args, thresholds
@@ -43,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --score: when every SEED is scored, write PATH, a JSON record of "
                    "the cell's config_hash and each run's outcomes.json sha256 (the workflow's "
                    "target for a batch of free runs: "
-                   "results/runs/<design>/<cell>/runs_<first>-<last>.json)")
+                   "results/runs/<design>/<cell>/runs_<first>-<last>_<chash>.json)")
     add_threshold_args(p)
     add_guard_flags(p)
     p.set_defaults(func=main)
@@ -85,8 +87,20 @@ def main(args: argparse.Namespace) -> int:
                               "--any-seed allows it")
     if len(set(args.seed)) != len(args.seed):
         raise ConfigError(f"--seed {' '.join(map(str, args.seed))}: a seed is given twice")
-    if (args.replace_stale or args.runs_file) and not args.score:
-        raise ConfigError("--replace-stale and --runs-file go with --score")
+    for flag, given in (("--replace-stale", args.replace_stale), ("--runs-file", args.runs_file)):
+        if given and not args.score:
+            raise ConfigError(f"{flag} goes with --score")
+    if args.runs_file:  # checked before any run: a record that cannot be written wastes them
+        record = Path(args.runs_file)
+        try:  # the record is written through a temporary file beside it: try one
+            record.parent.mkdir(parents=True, exist_ok=True)
+            tempfile.TemporaryFile(dir=record.parent).close()
+            writable = not record.is_dir()
+        except OSError:
+            writable = False
+        if not writable:
+            raise ConfigError(f"--runs-file {args.runs_file}: not a file that can be written "
+                              "(a directory, or its folder cannot be made or written)")
     guard = build_guard(args.results, args.deviation)
     for seed in args.seed:
         path = run_dir(design.name, args.cell, seed, args.mock, args.results)

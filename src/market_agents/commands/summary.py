@@ -54,7 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "workflow) and print the mean of the main outcomes over each cell's seeds, then the "
         "mechanism-activity table (halts, rejects by reason, margin calls and forced-sale "
         "volume, channel messages, memory lines, decision-cap and budget halts; mean per run) "
-        "with, for each mechanism the cell switches on, the seeds in which it acted. A cell "
+        "with, for each mechanism the cell switches on, the seeds in which it acted. USD is "
+        "the answers' cost at the price table, also for the mock (which pays nothing; what "
+        "was paid is printed below the table). A cell "
         "whose mechanism acted in no seed is flagged. Blank: undefined in that cell (e.g. "
         "spillover with one asset, channel counts without LLM traders).",
     )
@@ -103,6 +105,12 @@ def main(args: argparse.Namespace) -> int:
     cells = (table.group_by("cell", maintain_order=True)
              .agg(pl.len().alias("n"), *[pl.col(c).mean() for c in present]))
     _table(cells, "cell", COLUMNS)
+    if "llm_usd" in present:  # a mock run's answers are priced too: say what was paid
+        line = "USD: the answers at the price table (config/prices.yaml), as if bought live"
+        if "llm_usd_spent" in table.columns:
+            paid = float(table["llm_usd_spent"].fill_null(0).sum())
+            line += f"; paid: {paid:.4f} USD in all (llm_usd_spent)"
+        print(line)
     activity = [c for c in ACTIVITY if c in table.columns]
     if not activity:
         return 0

@@ -232,21 +232,7 @@ class LLMClient:
         """
         prices = prices or load_prices()
         replay = replay or llm.replay
-        if env is None and not replay:
-            load_env()
-        providers: dict[str, Provider] = {}
-        for route in llm.routes():
-            for model in llm.model_ids(route):
-                prices.price(model)
-            kind = llm.kind(route)
-            providers[route] = (ReplayOnly(route, kind) if replay
-                                else make_provider(kind, route, llm.settings(route), env))
-        live = [r for r, p in providers.items() if p.live]
-        if live and llm.usd_cap <= 0:
-            raise MarketAgentsError(
-                f"population.llm.usd_cap is {llm.usd_cap}: live provider(s) {live} need a "
-                "positive per-run cap"
-            )
+        providers = cls._providers(llm, prices, env, replay)
         caps = {r: llm.settings(r).usd_cap for r in providers
                 if llm.settings(r).usd_cap is not None}
         budget = Budget(
@@ -266,6 +252,37 @@ class LLMClient:
             timeouts={r: llm.settings(r).timeout_s for r in providers},
             replay=replay,
         )
+
+    @classmethod
+    def check_settings(cls, llm: LLMConfig, env: Mapping[str, str] | None = None) -> None:
+        """The checks :meth:`from_settings` makes before any call (prices, keys, base URLs,
+        the per-run cap), without a client: a run that would stop on them stops before it is
+        entered in the spend ledger.
+
+        Raises:
+            ConfigError, MarketAgentsError: as :meth:`from_settings`.
+        """
+        cls._providers(llm, load_prices(), env, llm.replay)
+
+    @staticmethod
+    def _providers(llm: LLMConfig, prices: PriceTable, env: Mapping[str, str] | None,
+                   replay: bool) -> dict[str, Provider]:
+        if env is None and not replay:
+            load_env()
+        providers: dict[str, Provider] = {}
+        for route in llm.routes():
+            for model in llm.model_ids(route):
+                prices.price(model)
+            kind = llm.kind(route)
+            providers[route] = (ReplayOnly(route, kind) if replay
+                                else make_provider(kind, route, llm.settings(route), env))
+        live = [r for r, p in providers.items() if p.live]
+        if live and llm.usd_cap <= 0:
+            raise MarketAgentsError(
+                f"population.llm.usd_cap is {llm.usd_cap}: live provider(s) {live} need a "
+                "positive per-run cap"
+            )
+        return providers
 
     # --- the batch ------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import shlex
 import sys
 from collections.abc import MutableMapping
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from market_agents.config import config_hash
@@ -72,32 +73,34 @@ class Workflow:
 
     def outcome_files(self, design: str, tier: str | None = None, mock: bool = False) -> list[str]:
         """The files that say every run a target of the design (or one tier of it) needs is
-        scored: a live or rehearsed run's outcomes.json; for free runs, the runs_<first>-<last>.json
-        of each batch of up to ``runs_per_job`` seeds of a cell (made by one process, rule
-        ``simulate``)."""
+        scored: a live or rehearsed run's outcomes.json; for free runs, the record
+        runs_<first>-<last>_<chash>.json of each batch of up to ``runs_per_job`` seeds of a cell
+        (made by one process, rule ``simulate``)."""
         return self._scored(design, self.designs.runs(design, tier, mock, self.config.max_seeds),
                             mock)
 
     def _scored(self, design: str, runs: list[tuple[str, int]], mock: bool) -> list[str]:
         files: dict[str, None] = {}  # ordered, each batch once
-        batches: dict[str, list[list[int]]] = {}
+        batches: dict[str, dict[str, list[int]]] = {}
         for cell, seed in runs:
             if mock or self.is_live_run(design, cell):
                 files[str(run_dir(design, cell, seed, mock) / OUTCOMES_FILE)] = None
             else:
                 if cell not in batches:
                     batches[cell] = self._batches(design, cell)
-                batch = next(b for b in batches[cell] if seed in b)
-                files[str(cell_runs_path(design, cell, batch))] = None
+                files[next(p for p, b in batches[cell].items() if seed in b)] = None
         return list(files)
 
-    def _batches(self, design: str, cell: str) -> list[list[int]]:
-        """The free runs of a cell the workflow makes, in batches of ``runs_per_job`` seeds in
-        design order: the first ``max_seeds`` seeds when set, less what a gate cut."""
+    def _batches(self, design: str, cell: str) -> dict[str, list[int]]:
+        """The free runs of a cell the workflow makes, by record path: batches of
+        ``runs_per_job`` seeds in design order (the first ``max_seeds`` seeds when set); the
+        record's name carries the cell's config_hash, so a changed cell asks for new ones."""
         seeds = [s for c, s in self.designs.runs(design, max_seeds=self.config.max_seeds)
                  if c == cell]
+        chash = config_hash(self.designs.get(design).cell_config(cell))
         n = self.config.runs_per_job
-        return [seeds[i:i + n] for i in range(0, len(seeds), n)]
+        return {str(cell_runs_path(design, cell, seeds[i:i + n], chash)): seeds[i:i + n]
+                for i in range(0, len(seeds), n)}
 
     def gathered(self, design: str, mock: bool = False, tier: str | None = None) -> str:
         """The design's outcomes.parquet (``ma gather``), or one tier's with the control's."""
@@ -151,7 +154,8 @@ class Workflow:
     @property
     def cell_runs(self) -> str:
         """The output pattern of a batch of free runs (rule ``simulate``), with the wildcards
-        ``first`` and ``last`` (its first and last seed)."""
+        ``first`` and ``last`` (its first and last seed) and ``chash`` (the cell's
+        config_hash, 12 hex digits)."""
         return str(design_dir("{design}") / "{cell}" / RUNS_FILE)
 
     # --- live designs and cells -----------------------------------------------------------
@@ -252,6 +256,16 @@ class Workflow:
         return self.designs.plan_line(wildcards.design, wildcards.tier, self.config.tokens_in,
                                       self.config.tokens_out)
 
+    def gather_sources(self, wildcards: Any) -> list[str]:
+        """The files a free design's configs are built from (design, base config, price table),
+        as inputs of its gather: an edited design is noticed by modification time too, without
+        .snakemake's records of the old params, and re-asks for its free runs' records (whose
+        names carry each cell's config_hash). A design with live runs gets none: its gather must
+        not re-run, and its runs are checked against the design when gathered."""
+        if wildcards.kind != "runs" or wildcards.design in self._live[0]:
+            return []
+        return [str(p) for p in self.designs.get(wildcards.design).sources]
+
     def tier_runs_outcomes(self, wildcards: Any) -> list[str]:
         """The files saying the runs of one design/tier are scored (the reconciliation's
         input)."""
@@ -279,19 +293,20 @@ class Workflow:
         first and last seed."""
         design, cell = wildcards.design, wildcards.cell
         asked = self.cell_runs.format(design=design, cell=cell, first=wildcards.first,
-                                      last=wildcards.last)
+                                      last=wildcards.last, chash=wildcards.chash)
+        cells = self.designs.get(design).cells
+        if cell not in cells:
+            raise ConfigError(f"{asked}: no cell {cell!r} in design {design!r} (cells: "
+                              f"{', '.join(cells)})")
         if self.is_live_run(design, cell):
             raise ConfigError(f"{asked}: {cell} is a live cell of {design}; its runs are one "
                               "job each, behind the budget gate (ask for the design's target)")
-        for batch in self._batches(design, cell):
-            if str(cell_runs_path(design, cell, batch)) == asked:
-                return " ".join(map(str, batch))
-        raise ConfigError(f"{asked}: not a batch of free runs of cell {cell!r} in design "
-                          f"{design!r} (runs_per_job {self.config.runs_per_job})")
-
-    def cell_hash(self, wildcards: Any) -> str:
-        """The cell's config hash as a param: a changed cell config re-runs its free runs."""
-        return config_hash(self.designs.get(wildcards.design).cell_config(wildcards.cell))
+        batches = self._batches(design, cell)
+        if asked not in batches:
+            raise ConfigError(f"{asked}: not a batch of free runs of {design}/{cell} now "
+                              f"(runs_per_job {self.config.runs_per_job}): "
+                              f"{', '.join(Path(p).name for p in batches) or 'none'}")
+        return " ".join(map(str, batches[asked]))
 
     def rehearsal_cell_hash(self, wildcards: Any) -> str:
         """The rehearsed cell's config hash (every live route served by the mock)."""

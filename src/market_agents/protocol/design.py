@@ -23,7 +23,10 @@ from market_agents.protocol.planning import check_budgets
 from market_agents.protocol.tiers import label
 
 RESULTS = Path("results")
-RUNS_FILE = "runs_{first}-{last}.json"  # free runs of a cell made by one process (cell_runs_path)
+# A batch of free runs of a cell made by one process (cell_runs_path): first and last seed, and
+# the first 12 hex digits of the cell's config_hash, so a changed cell asks for a new record.
+RUNS_FILE = "runs_{first}-{last}_{chash}.json"
+RUNS_GLOB = "runs_*.json"
 USD = Annotated[float, Field(ge=0)]
 
 
@@ -145,6 +148,7 @@ class Design:
     budget: BudgetSpec
     prices_path: Path
     results: Path = RESULTS  # the results root whose freeze.json equal-USD cells read
+    sources: tuple[Path, ...] = ()  # the files its configs are built from: design, base, prices
     _configs: dict[tuple[str, bool], Config] = field(default_factory=dict, repr=False)
 
     @property
@@ -279,13 +283,16 @@ def run_dir(design_name: str, cell: str, seed: int, mock: bool = False,
     return design_dir(design_name, mock, root) / cell / f"seed{seed:04d}"
 
 
-def cell_runs_path(design_name: str, cell: str, seeds: Sequence[int],
+def cell_runs_path(design_name: str, cell: str, seeds: Sequence[int], config_hash: str,
                    root: Path | str = RESULTS) -> Path:
     """The record of free runs of a cell made by one process (``ma cell --seed S1 S2 …
-    --runs-file``): ``<root>/runs/<design>/<cell>/runs_<first>-<last>.json`` with the first and
-    last of ``seeds`` (4 digits, as run directories), the workflow's target for them."""
+    --runs-file``), the workflow's target for them:
+    ``<root>/runs/<design>/<cell>/runs_<first>-<last>_<chash>.json`` with the first and last of
+    ``seeds`` (4 digits, as run directories) and the first 12 hex digits of the cell's
+    ``config_hash``."""
     first, last = f"{seeds[0]:04d}", f"{seeds[-1]:04d}"
-    return design_dir(design_name, False, root) / cell / RUNS_FILE.format(first=first, last=last)
+    name = RUNS_FILE.format(first=first, last=last, chash=config_hash[:12])
+    return design_dir(design_name, False, root) / cell / name
 
 
 def design_dir(design_name: str, mock: bool = False, root: Path | str = RESULTS) -> Path:
@@ -351,6 +358,7 @@ def load_design(path: str | Path, results: Path | str = RESULTS) -> Design:
         base=read_yaml(base_path), overrides=spec.overrides, planning=spec.planning,
         budget=spec.budget, prices_path=(path.parent / spec.prices).resolve(),
         results=Path(results),
+        sources=(path, base_path, (path.parent / spec.prices).resolve()),
     )
     default_seeds = parse_seeds(spec.seeds, f"{path}: seeds") if spec.seeds else None
     pool = parse_seeds(spec.seed_pool, f"{path}: seed_pool") if spec.seed_pool else None

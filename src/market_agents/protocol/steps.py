@@ -24,6 +24,7 @@ from market_agents.atomic import write_parquet_atomic
 from market_agents.errors import ConfigError, MarketAgentsError
 from market_agents.protocol.design import (
     RESULTS,
+    RUNS_GLOB,
     Design,
     cache_path,
     design_dir,
@@ -99,12 +100,18 @@ def simulate(design: Design, cell: str, seed: int, mock: bool = False,
                       paid_runs=paid, record=record, paying=paying)
 
 
-def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path) -> None:
-    """A saved run is reused only if it was made from the cell's current config."""
+def is_fresh(design: Design, cell: str, mock: bool, path: Path) -> bool:
+    """Whether the finished run at ``path`` was made from the cell's current config (its
+    manifest's config_hash)."""
     from market_agents.config import config_hash
 
-    saved = read_manifest(path).get("config_hash")
-    if saved != config_hash(design.cell_config(cell, mock)):
+    return read_manifest(path).get("config_hash") == config_hash(design.cell_config(cell, mock))
+
+
+def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path) -> None:
+    """A saved run is reused only if it was made from the cell's current config."""
+    if not is_fresh(design, cell, mock, path):
+        saved = read_manifest(path).get("config_hash")
         raise StaleRun(f"{path}: made from another config than {design.where(cell)} now gives "
                        f"(config_hash {str(saved)[:12]}…); restore the design or move the run "
                        "directory away, then resume")
@@ -135,12 +142,31 @@ def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
             did = "replaced"
         else:
             did = "reused" if (path / OUTCOMES_FILE).exists() else "scored"
+    if did != "reused":
+        forget_cell_runs(path)
     if did in ("ran", "replaced"):
         simulate(design, cell, seed, mock, cache, root, replay=replay, new_cache=new_cache,
                  guard=guard)
     if did != "reused":
         write_outcomes(path, th)
     return did
+
+
+def forget_cell_runs(run: Path) -> list[Path]:
+    """Remove the records of batches of free runs (``write_cell_runs``) that name the run
+    directory ``run``, before it is made, replaced or scored again: a record vouches for the
+    runs as they were, so one that outlived them would pass a changed run as made. Records are
+    derived files (no answer, nothing paid); returns the ones removed."""
+    gone = []
+    for record in sorted(run.parent.glob(RUNS_GLOB)):
+        try:
+            named = run.name in read_json(record).get("outcomes_sha256", {})
+        except (OSError, ValueError, AttributeError):
+            named = True  # an unreadable record vouches for nothing
+        if named:
+            record.unlink(missing_ok=True)
+            gone.append(record)
+    return gone
 
 
 def write_cell_runs(design: Design, cell: str, seeds: list[int], mock: bool,
@@ -183,10 +209,15 @@ def gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
                  if c.tier == tier or (c.name == control and not c.unavailable)]
         if not cells:
             return pl.DataFrame()
+    stale = []
     for cell, seed in design.runs(cells):
         path = run_dir(design.name, cell, seed, mock, root)
         if not (path / OUTCOMES_FILE).exists():
             missing.append(str(path))
+            forget_cell_runs(path)  # so the workflow makes its batch again
+            continue
+        if not is_fresh(design, cell, mock, path):
+            stale.append(str(path))
             continue
         config = design.cell_config(cell, mock)
         labels = {f"treatment_{k}": v for k, v in config.treatment.items()}
@@ -194,9 +225,15 @@ def gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
         rows.append({"design": design.name, "cell": cell, "tier": design.cell(cell).tier,
                      "seed": seed, "mock": mock, "llm_share": config.population.llm_share,
                      **labels, **out})
+    if stale:  # never gathered, --allow-missing or not: they are not this design's runs
+        raise StaleRun(f"{design.path}: {len(stale)} run(s) were made from another config than "
+                       f"the design now gives, e.g. {stale[0]}; restore the design, or re-run "
+                       "its free runs (`snakemake TARGET` or `ma cell ... --score "
+                       "--replace-stale`) and move paid ones away")
     if missing and not allow_missing:
         raise MissingRuns(f"{design.path}: {len(missing)} run(s) have no {OUTCOMES_FILE}, e.g. "
-                          f"{missing[0]} (run `ma design` first, or pass --allow-missing)")
+                          f"{missing[0]} (run `ma design` or the workflow's target again to "
+                          "make them, or pass --allow-missing)")
     if not rows:
         return pl.DataFrame()
     return pl.DataFrame(rows, infer_schema_length=None).sort("cell", "seed")

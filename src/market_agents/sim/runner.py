@@ -175,6 +175,12 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
     from market_agents.sim.simulation import simulate
 
     check_seed(seed)
+    if paying is not None and config.population.n_llm > 0:
+        # a missing key, price or cap stops a paying run here, before its run directory,
+        # cache and spend-ledger record exist
+        from market_agents.llm.client import LLMClient
+
+        LLMClient.check_settings(config.population.llm)
     out = prepare_out(out)
     prepare_cache(config, cache, out, new_cache, paid_runs)
     reference = Path(expect) if expect is not None else out
