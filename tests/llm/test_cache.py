@@ -17,6 +17,7 @@ from market_agents.llm.cache import (
     CacheError,
     ResponseCache,
     answer_sha256,
+    check_record,
 )
 
 
@@ -290,3 +291,27 @@ def test_retry_failures_removes_only_failures_and_prices_them(tmp_path, capsys):
     r = json.loads(capsys.readouterr().out)
     assert (r["failures"], r["removed"]) == (4, 4)
     assert ResponseCache(tmp_path / "c").keys() == ["ok"]
+
+
+def test_opening_while_another_process_stores_its_first_paid_answer_is_no_lost_record(
+        tmp_path, monkeypatch):
+    """The opener's check and a writer's first paid answer, interleaved the worst way: the
+    entries are counted (none yet), then the writer stores the answer and writes paid.json.
+    The opener must not call that an emptied cache (it read the marker before counting)."""
+    import market_agents.llm.cache as cache_module
+
+    path = tmp_path / "c"
+    ResponseCache(path).close()
+    counted = cache_module.stored_entries
+
+    def count_then_writer_stores(p):
+        n = counted(p)
+        monkeypatch.setattr(cache_module, "stored_entries", counted)  # the writer's own open
+        writer = ResponseCache(path)
+        writer.put("k", {"text": "answer"}, paid=True)
+        writer.close()
+        return n
+
+    monkeypatch.setattr(cache_module, "stored_entries", count_then_writer_stores)
+    check_record(path)  # no CacheError
+    assert (path / PAID_MARKER).exists()

@@ -146,12 +146,16 @@ def check_record(path: str | Path, new_cache: bool = False,
     path = Path(path)
     if path.exists() and not path.is_dir():
         return  # check_path names it
+    marker = path / PAID_MARKER
+    # The marker first: a writer stores its first paid answer, then writes the marker, so a
+    # marker seen here means that answer is counted below (entries read first could miss an
+    # answer another process stores meanwhile, then see its marker: a false "emptied" alarm).
+    marked = marker.exists()
     n = stored_entries(path) if path.is_dir() else None
     if n:
         return
-    marker = path / PAID_MARKER
     found = []
-    if marker.exists():
+    if marked:
         found.append(f"{marker} says paid answers were stored here since "
                      f"{_marker_date(marker)}")
     paid = [(p, usd) for p, usd in paid_runs or [] if usd > 0]
