@@ -50,69 +50,55 @@ def _records(workdir, cell):
 def test_free_runs_resume_and_no_record_outlives_its_runs(workdir):
     """A batch's record (runs_<first>-<last>_<chash>.json) is the workflow's only mark that its
     free runs are made: a stopped batch resumes, a run deleted under its record is made again,
-    and a changed cell is run again whether or not .snakemake remembers the old params or
-    another batch size made the runs in between."""
-    def run(*args):
+    and a changed cell is run again, also when .snakemake no longer remembers the old params
+    and another batch size made its runs in between."""
+    def run(*args, ok=True):
         done = smk(workdir, "--cores", "2", "exploratory", *args)
-        assert done.returncode == 0, done.stderr[-3000:]
-        return done.stdout + done.stderr
-
-    def batches_run(out):
-        found = re.search(r"^simulate\s+(\d+)$", out, re.M)
-        return int(found.group(1)) if found else 0
+        assert (done.returncode == 0) == ok, done.stderr[-3000:]
+        found = re.search(r"^simulate\s+(\d+)$", done.stdout + done.stderr, re.M)
+        return int(found.group(1)) if found else 0  # batches run
 
     run()
     table = pl.read_parquet(workdir / RUNS / "outcomes.parquet")
     [record] = _records(workdir, "share_25")
     assert record.startswith("runs_0001-0002_")
-    # a batch stopped after its first run (no record, nothing gathered yet): the next
-    # invocation keeps that run and makes the rest
+    # share_25's batch stopped after its first run (no record, nothing gathered yet), and a
+    # run of share_0 deleted by hand under its record: the batch resumes, keeping its first
+    # run; the gather stops naming the deleted run and drops its record ...
     shutil.rmtree(workdir / RUNS / "share_25/seed0002")
-    for made in (f"share_25/{record}", "outcomes.parquet"):
-        (workdir / RUNS / made).unlink()
+    (workdir / RUNS / "share_25" / record).unlink()
+    shutil.rmtree(workdir / RUNS / "share_0/seed0002")
+    (workdir / RUNS / "outcomes.parquet").unlink()
     kept = (workdir / RUNS / "share_25/seed0001/manifest.json").stat().st_mtime_ns
-    run()
+    assert run(ok=False) == 1
     log = (workdir / "results/logs/simulate/exploratory/share_25" / record.replace(
         ".json", ".log")).read_text().split()
     assert log[:4] == ["reused", f"{RUNS}/share_25/seed0001", "ran", f"{RUNS}/share_25/seed0002"]
     assert (workdir / RUNS / "share_25/seed0001/manifest.json").stat().st_mtime_ns == kept
-    assert pl.read_parquet(workdir / RUNS / "outcomes.parquet").equals(table)
-    # a run deleted by hand under its record: the gather stops naming it and drops the record,
-    # and the same command again makes the run
-    shutil.rmtree(workdir / RUNS / "share_0/seed0002")
-    (workdir / RUNS / "outcomes.parquet").unlink()
-    failed = smk(workdir, "--cores", "2", "exploratory")
-    assert failed.returncode != 0 and _records(workdir, "share_0") == []
     log = (workdir / "results/logs/gather/runs/exploratory.log").read_text()
     assert "1 run(s) have no outcomes.json, e.g. results/runs/exploratory/share_0/seed0002" in log
-    assert batches_run(run()) == 1
+    assert _records(workdir, "share_0") == []
+    # ... so the same command again makes it
+    assert run() == 1
     assert pl.read_parquet(workdir / RUNS / "outcomes.parquet").equals(table)
-    # a changed cell asks for a new record: its batch runs again and replaces its stale runs
-    # (they paid nothing); the other cell is kept
+    # a changed cell asks for new records: its batches run again and replace its stale runs
+    # (they paid nothing), here one run a batch; the other cell's runs are kept
     design = workdir / "config/test/designs/exploratory.yaml"
     text = design.read_text()
-    edited = text.replace("population.llm_share: 0.25", "population.llm_share: 0.3")
-    design.write_text(edited)
-    assert batches_run(run()) == 1
+    design.write_text(text.replace("population.llm_share: 0.25", "population.llm_share: 0.3"))
+    assert run("--config", "runs_per_job=1") == 4  # share_0's two reuse their runs
     changed = pl.read_parquet(workdir / RUNS / "outcomes.parquet")
     assert changed.filter(pl.col("cell") == "share_25")["llm_share"].to_list() == [0.3, 0.3]
     assert changed.filter(pl.col("cell") == "share_0").equals(
         table.filter(pl.col("cell") == "share_0"))
-    assert _records(workdir, "share_25") != [record]  # the old one named the replaced runs
-    # restored without .snakemake's records (as after `make clean`): still run again
+    assert not (workdir / RUNS / "share_25" / record).exists()  # it named the replaced runs
+    # restored, with the first batch size and without .snakemake's records (as after `make
+    # clean`): the first record is asked for again, and its batch runs again
     shutil.rmtree(workdir / ".snakemake")
     design.write_text(text)
-    assert batches_run(run()) == 1
+    assert run() == 1
     assert pl.read_parquet(workdir / RUNS / "outcomes.parquet").equals(table)
-    assert _records(workdir, "share_25") == [record]
-    # runs made again by another batch size in between: the first size's record is gone with
-    # them, so restoring the design and the size runs the batch again
-    design.write_text(edited)
-    assert batches_run(run("--config", "runs_per_job=1")) == 4  # share_0's: runs reused
-    assert not (workdir / RUNS / "share_25" / record).exists()
-    design.write_text(text)
-    assert batches_run(run()) == 1
-    assert pl.read_parquet(workdir / RUNS / "outcomes.parquet").equals(table)
+    assert record in _records(workdir, "share_25")
 
 
 def test_dry_run_tier_t1_counts_live_jobs_and_decisions_without_calls(workdir):
