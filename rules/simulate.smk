@@ -4,8 +4,9 @@
 # as `ma design` does, then runs_<first>-<last>_<chash>.json, the job's output (chash: the
 # cell's config_hash, so a changed cell asks for a new record, with or without .snakemake's
 # records). A finished run is kept (a killed job resumes where it stopped); one made from another
-# config, paid for nothing, is run again; making a run removes the records that named it. Free runs use no response cache, as in `ma design`, so no outcome depends on the order
-# in which jobs ran.
+# config, paid for nothing, is run again; making a run removes the records that named it. Free
+# runs use no response cache, as in `ma design`, so no outcome depends on the order in which
+# jobs ran.
 # Live runs have their own rule, one job per run: they wait for the budget gate, are serialized
 # by the `api` resource (`--resources api=K` runs K at once, sharing the design's response cache)
 # and never re-run because a gate or design file was touched. Rehearsals are one job per run too
