@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from market_agents.config import read_yaml
-from market_agents.core import Strict, canonical_json, validation_message
+from market_agents.core import Strict, canonical_json, sha256_file, validation_message
 from market_agents.errors import ConfigError
 from market_agents.pipeline.workflow_config import DEFAULTS
 
@@ -172,6 +172,7 @@ def design_hash(spec: RunSpec, root: Path = Path(".")) -> str:
     """SHA-256 over the design files the run's step runs (config/workflow.yaml's designs_dir),
     with their base configs and price tables: what a declaration pins besides the run config."""
     from market_agents.pipeline.workflow_config import validate_workflow_config
+    from market_agents.protocol.design import load_design
 
     wf = validate_workflow_config(read_yaml(root / "config/workflow.yaml"), "config/workflow.yaml")
     files: dict[str, str] = {}
@@ -179,11 +180,8 @@ def design_hash(spec: RunSpec, root: Path = Path(".")) -> str:
         path = root / wf.design_path(name)
         if not path.exists():
             raise ConfigError(f"config/run/{spec.run_id}.yaml: design {name!r}: no {path}")
-        raw = read_yaml(path)
-        for f in (path, path.parent / raw.get("base", "../baseline.yaml"),
-                  path.parent / raw.get("prices", "../prices.yaml")):
-            files[str(f.resolve().relative_to(root.resolve()))] = hashlib.sha256(
-                f.read_bytes()).hexdigest()
+        for f in load_design(path).sources:  # the design, its base config and price table
+            files[str(f.resolve().relative_to(root.resolve()))] = sha256_file(f)
     return hashlib.sha256(canonical_json(files).encode()).hexdigest()
 
 
