@@ -118,6 +118,18 @@ def test_free_runs_are_one_job_per_batch_and_a_live_run_one_job_each(wf):
     # a live cell's runs are never made by the free runs' rule (no budget gate there); a batch
     # the design does not have, or has no more (another config_hash), is named with the ones
     # it has
+    # a paid cell in a design with no live role (budget and planning price given)
+    paid = wf.designs.path("exploratory")
+    text = paid.read_text().replace("cap_usd: 0.0", "cap_usd: 5.0")
+    mock = "provider_mix: {mock: 1.0}\n      population.llm.models: {mock: claude-haiku-5-5}"
+    live = ("provider_mix: {anthropic: 1.0}\n      population.llm.models: "
+            "{anthropic: claude-haiku-5-5}\n      population.llm.usd_cap: 0.5")
+    assert mock in text
+    paid.write_text(text.replace(mock, live)
+                    + "planning: {usd_per_decision: {claude-haiku-5-5: 0.001}}\n")
+    with pytest.raises(ConfigError, match="haiku_25 is a live cell of exploratory"):
+        Workflow({}).cell_seeds(wc(design="exploratory", cell="haiku_25", first="0001",
+                                   last="0003", chash=chash))
     with pytest.raises(ConfigError, match="share_25 is a live cell of confirmatory"):
         wf.cell_seeds(wc(design="confirmatory", cell="share_25", first="0101", last="0104",
                          chash=chash))

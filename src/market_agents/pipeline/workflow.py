@@ -298,7 +298,8 @@ class Workflow:
         if cell not in cells:
             raise ConfigError(f"{asked}: no cell {cell!r} in design {design!r} (cells: "
                               f"{', '.join(cells)})")
-        if self.is_live_run(design, cell):
+        if self.is_live_run(design, cell) or self.designs.get(design).is_live(cell):
+            # (the second: a paid cell in a design without live roles never runs unguarded)
             raise ConfigError(f"{asked}: {cell} is a live cell of {design}; its runs are one "
                               "job each, behind the budget gate (ask for the design's target)")
         batches = self._batches(design, cell)
