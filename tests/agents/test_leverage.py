@@ -141,14 +141,18 @@ def test_leverage_alone_produces_margin_calls(leverage_0_runs):
     assert len(called(leverage_0_runs)) >= 3
 
 
-def test_margin_calls_follow_the_shock(leverage_0_runs):
-    """Without LLM traders, calls cluster in the 30 ticks after the scheduled shock: at least
-    twice their share of any 30 ticks of the 550 after burn-in (31 of 190 on seeds 1-10).
-    With a quarter of the traders on the mock (leverage_25) the calls spread over the session
-    (3 of 36 after the shock with prompt v1's mock answers, 2026-12-01): no clustering claim."""
+def test_margin_calls_are_not_suppressed_after_the_shock(leverage_0_runs):
+    """Without LLM traders, calls in the 30 ticks after the scheduled shock are at least their
+    share of any 30 ticks of the 550 after burn-in (5.5 %).
+
+    Before issue 23 they clustered there three times over (31 of 190 on seeds 101-110): the
+    market then answered the +2.1 % shock with momentum, and the overshoot squeezed the
+    leveraged shorts. The market now prices the shock at once (no momentum at lags 2-7), and
+    the calls spread over the session (15 of 236, 6.4 %, 2026-12-01): the shock no longer
+    times them, so no clustering claim (docs/mechanisms.md)."""
     ticks = [t for s in leverage_0_runs.values() for t, _ in s["margin_call_events"]]
     after = sum(SHOCK <= t < SHOCK + 30 for t in ticks)
-    assert after / len(ticks) > 2 * 30 / 550
+    assert after / len(ticks) >= 30 / 550
 
 
 def test_reported_knobs_now_change_the_run(baseline_path):

@@ -79,10 +79,27 @@ def test_interrupted_run_leaves_nothing_that_looks_complete(tmp_path, baseline_p
     assert list(tmp_path.iterdir()) == []
 
 
-def test_validate_prints_the_table(baseline_path, capsys):
-    code = main(["validate", str(baseline_path), "--seeds", "2", "--workers", "1"])
+def test_validate_prints_the_realism_report_and_writes_its_figures(baseline_path, capsys,
+                                                                    tmp_path):
+    out_dir = tmp_path / "report"
+    code = main(["validate", str(baseline_path), "--seeds", "2", "--blocks", "2", "--workers",
+                 "1", "--ticks", "400", "--out", str(out_dir)])
     out = capsys.readouterr().out
     assert code in (0, 1)
-    for fact in ("excess_kurtosis", "abs_acf1", "acf_abs_r_1_10", "hill_tail_index",
-                 "seeds_without_bubble"):
+    assert "seeds 1-2" in out and "seeds 3-4" in out
+    for fact in ("ljung_box_reject_share", "median_acf_1", "excess_kurtosis_20",
+                 "hill_tail_index", "hill_se", "abs_acf_50", "abs_acf_decay_beta",
+                 "volume_volatility_corr", "mispricing_q99", "mispriced_share_worst",
+                 "longest_mispricing_worst", "holdings_low_fundamentalist_worst"):
         assert fact in out
+    # Exit 1 exactly when a judged target is missed, each miss on its own line.
+    assert (code == 1) == ("miss: " in out)
+    for name in ("acf.png", "kurtosis.png", "mispricing.png", "holdings.png", "report.json"):
+        assert (out_dir / name).stat().st_size > 0, name
+    report = json.loads((out_dir / "report.json").read_text())
+    assert report["ticks"] == 400 and set(report["columns"]) == {"seeds 1-2", "seeds 3-4"}
+    # A file where the report's folder should be: one line, exit 2, before any simulation.
+    (tmp_path / "file").write_text("x")
+    assert main(["validate", str(baseline_path), "--seeds", "1", "--out",
+                 str(tmp_path / "file")]) == 2
+    assert "--out" in capsys.readouterr().err

@@ -44,8 +44,10 @@ def test_same_config_and_seed_give_identical_files(tmp_path, baseline_path):
 # The baseline market, seed 1, pinned. A change meant to leave the market alone (a speed-up,
 # a refactor) must leave these digests alone; a change to the market updates them on purpose,
 # after `ma validate` on several seed blocks shows the calibration still holds.
-BASELINE_SEED_1 = {"ticks": "9f7392a4e529654f", "trades": "356244877431d739",
-                   "orders": "be6bbbcc377bf2f5", "agents": "72e755bb840edcda"}
+# Changed once by issue 23 (traders that hold target positions, market makers with an EWMA
+# volatility, fundamentalists' orders that expire at the next news release).
+BASELINE_SEED_1 = {"ticks": "80311b631a661450", "trades": "77d3f4744407749a",
+                   "orders": "5c45633dcdbb6489", "agents": "0bc13d3510d3a023"}
 
 
 def test_baseline_market_is_unchanged(baseline_path):
@@ -80,10 +82,17 @@ def test_slot_parity_when_one_slot_changes_type(baseline_path):
     keep = pl.col("slot") != slot
     assert a.filter(keep)["type"].equals(b.filter(keep)["type"])
     assert a["phase"].equals(b["phase"]) and a["n_decisions"].equals(b["n_decisions"])
-    # ... and decides when it did (the first decisions are identical until prices diverge).
-    first = lambda r: r["orders"].filter(pl.col("slot") != slot).group_by("slot").agg(  # noqa: E731
-        pl.col("tick").min()).sort("slot")
-    assert first(base).equals(first(other))
+    # ... and decides when it did: every order of a trader stands at one of its decision
+    # ticks (burn-in + phase + k * interval). A decision may send nothing (a trader already at
+    # its target position), so the first order's tick is not the first decision's.
+    interval, burn_in = cfg.simulation.decision_interval, cfg.simulation.burn_in
+    for run in (base, other):
+        phase = dict(zip(run["agents"]["slot"], run["agents"]["phase"], strict=True))
+        kinds = dict(zip(run["agents"]["slot"], run["agents"]["type"], strict=True))
+        orders = run["orders"].filter(pl.col("kind") != "margin_call")
+        for tick, who in zip(orders["tick"], orders["slot"], strict=True):
+            if kinds[who] != "market_maker":
+                assert tick >= burn_in and (tick - burn_in - phase[who]) % interval == 0
 
 
 def test_every_trader_decides_27_or_28_times(baseline_path):

@@ -113,3 +113,87 @@ def _save(fig, out: Path, plt) -> Path:
     finally:
         plt.close(fig)
     return out
+
+
+def realism_figures(blocks: dict[str, list[dict]], out_dir: str | Path,
+                    holdings: dict[str, dict[str, dict[str, list[float]]]] | None = None
+                    ) -> list[Path]:
+    """The realism report's figures, one per fact, from the per-seed rows of
+    :func:`market_agents.analysis.stylized.run_facts` grouped by column (a seed block of our
+    market, or PAMS's CI2002 market).
+
+    Args:
+        blocks: column label -> its rows.
+        out_dir: the folder the PNG files are written to (created).
+        holdings: column label -> type -> ``{"shares", "cash"}``: the type's mean holding per
+            tick relative to its start, averaged over the block's seeds, or None.
+
+    Returns:
+        The files written: ``acf.png`` (median acf of returns, lags 1–20, with the white-noise
+        band; median acf of |r| to lag 100 on log axes), ``kurtosis.png`` (median excess
+        kurtosis against the aggregation scale), ``mispricing.png`` (|P/V − 1| per tick: the
+        median and the worst seed), ``holdings.png`` (each type's holdings over time).
+    """
+    import numpy as np
+
+    from market_agents.analysis import realism, stylized
+
+    out_dir = Path(out_dir)
+    plt = _pyplot()
+    written = []
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
+    for label, rows in blocks.items():
+        lags = np.arange(1, stylized.ACF_LAGS + 1)
+        ax.plot(lags, np.median([r["acf"] for r in rows], 0), "o-", ms=3, label=label)
+        abs_lags = np.arange(1, stylized.ABS_ACF_LAGS + 1)
+        med = np.median([r["abs_acf"] for r in rows], 0)
+        bx.plot(abs_lags[med > 0], med[med > 0], "-", label=label)
+    n = int(np.median([r["n"] for rows in blocks.values() for r in rows]))
+    band = realism.white_noise_band(n)
+    ax.axhspan(-band, band, color="grey", alpha=0.2, label=f"white-noise band (n = {n:,})")
+    ax.axhline(0, color="black", lw=0.5)
+    ax.set(xlabel="lag (ticks)", ylabel="median acf of returns",
+           title="returns: no linear predictability")
+    bx.axhline(band, color="grey", ls="--", label="white-noise band")
+    bx.set(xscale="log", yscale="log", xlabel="lag (ticks)", ylabel="median acf of |r|",
+           title="volatility clustering (log-log)")
+    ax.legend(fontsize=7)
+    bx.legend(fontsize=7)
+    written.append(_save(fig, out_dir / "acf.png", plt))
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    scales = list(realism.AGGREGATION_SCALES)
+    for label, rows in blocks.items():
+        ax.plot(scales, [stylized.median_or_nan([r["kurtosis"][s] for r in rows])
+                         for s in scales], "o-", label=label)
+    ax.axhline(0, color="black", lw=0.5)
+    ax.set(xscale="log", xlabel="aggregation scale (ticks)", ylabel="median excess kurtosis",
+           title="aggregational Gaussianity")
+    ax.legend(fontsize=7)
+    written.append(_save(fig, out_dir / "kurtosis.png", plt))
+
+    fig, ax = plt.subplots(figsize=(9, 4))
+    for label, rows in blocks.items():
+        length = min(len(r["mispricing_path"]) for r in rows)
+        paths = np.array([r["mispricing_path"][:length] for r in rows])
+        line, = ax.plot(np.median(paths, 0), lw=0.6, label=f"{label}: median seed")
+        worst = int(np.argmax([r["mispricing"]["max"] for r in rows]))
+        ax.plot(paths[worst], lw=0.4, alpha=0.6, color=line.get_color(),
+                label=f"{label}: worst seed")
+    ax.axhline(stylized.GAP, color="red", ls="--", lw=0.8, label="5 %")
+    ax.set(xlabel="tick after burn-in", ylabel="|P/V - 1|", title="mispricing over time")
+    ax.legend(fontsize=7)
+    written.append(_save(fig, out_dir / "mispricing.png", plt))
+
+    if holdings:
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
+        for label, kinds in holdings.items():
+            for kind, series in kinds.items():
+                ax.plot(series["shares"], lw=0.7, label=f"{label}: {kind}")
+                bx.plot(series["cash"], lw=0.7, label=f"{label}: {kind}")
+        for x, what in ((ax, "shares"), (bx, "cash")):
+            x.axhline(stylized.HOLDING_FLOOR, color="red", ls="--", lw=0.8, label="10 % floor")
+            x.set(xlabel="tick", ylabel=f"mean {what} / start", title=f"{what} held, by type")
+            x.legend(fontsize=6)
+        written.append(_save(fig, out_dir / "holdings.png", plt))
+    return written

@@ -18,7 +18,7 @@ import polars as pl
 
 from market_agents import rng as streams_mod
 from market_agents.agents.base import Trader
-from market_agents.agents.classical import CLASSICAL, LeveragedTrader, MarketMaker
+from market_agents.agents.classical import CLASSICAL, Fundamentalist, LeveragedTrader, MarketMaker
 from market_agents.config import Config
 from market_agents.market.exchange import Exchange
 from market_agents.market.fundamentals import draw_path
@@ -82,6 +82,19 @@ def activation_ticks(config: Config, phase: int) -> range:
     return range(sim.burn_in + int(phase), sim.ticks, sim.decision_interval)
 
 
+def opening_account(config: Config, kind: str, is_llm: bool) -> tuple[float, int]:
+    """The cash (currency units) and shares a slot of classical type ``kind`` opens with:
+    market makers their own endowment, classical leveraged traders borrowed cash and no shares
+    (an LLM trader in a leveraged slot opens an ordinary account), every other slot the
+    population's ``initial_cash`` and ``initial_shares``."""
+    pop = config.population
+    if kind == "market_maker":
+        return pop.mm_initial_cash, pop.mm_initial_shares
+    if kind == "leveraged" and not is_llm:
+        return pop.leveraged_cash, 0
+    return pop.initial_cash, pop.initial_shares
+
+
 def build_traders(config: Config, streams: streams_mod.Streams, population: Population,
                   ex: Exchange) -> dict[int, Trader]:
     """One trader per slot: classical by type, or an LLM trader in an LLM slot.
@@ -95,17 +108,15 @@ def build_traders(config: Config, streams: streams_mod.Streams, population: Popu
     for slot, kind in enumerate(population.types):
         is_llm = slot in llm
         rng = streams.agent(slot)
+        cash, shares = opening_account(config, kind, is_llm)
         if kind == "market_maker":
             trader: Trader = MarketMaker(slot, rng, pop.mm_initial_shares)
-            cash, shares = pop.mm_initial_cash, pop.mm_initial_shares
         else:
-            cash, shares = pop.initial_cash, pop.initial_shares
             if kind == "leveraged":
-                if not is_llm:  # an LLM trader in this slot opens an ordinary account
-                    cash, shares = pop.leveraged_cash, 0
                 trader = LeveragedTrader(slot, rng, config.exchange.max_leverage)
             else:
-                trader = CLASSICAL[kind](slot, rng)
+                trader = (Fundamentalist(slot, rng, config.fundamentals.news_interval)
+                          if kind == "fundamentalist" else CLASSICAL[kind](slot, rng))
         ex.open_account(slot, "llm" if is_llm else kind, is_llm, cash, shares,
                         1.0 if is_llm else trader.leverage)
         if not is_llm:

@@ -1,0 +1,175 @@
+"""The realism measures on series with known answers, the report's judgement, and a long run
+of the classical market that keeps every trader type off its bounds (issue 23)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from market_agents.analysis import realism, stylized
+from market_agents.config import load_config
+from market_agents.sim.simulation import opening_account, simulate
+
+
+def garch(n: int, rng: np.random.Generator, omega=1e-6, alpha=0.1, beta=0.88) -> np.ndarray:
+    """A GARCH(1,1) return series of length n (Bollerslev 1986)."""
+    r = np.empty(n)
+    var = omega / (1 - alpha - beta)
+    for t in range(n):
+        r[t] = np.sqrt(var) * rng.standard_normal()
+        var = omega + alpha * r[t] ** 2 + beta * var
+    return r
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=5, max_size=60),
+       st.integers(1, 8))
+def test_acf_matches_the_direct_sum(xs, max_lag):
+    x = np.array(xs)
+    d = x - x.mean()
+    denom = float(np.dot(d, d))
+    expected = [float(np.dot(d[:-k], d[k:]) / denom) if denom > 0 and k < len(x) else 0.0
+                for k in range(1, max_lag + 1)]
+    got = realism.acf_many(x, max_lag)
+    assert got.shape == (max_lag,)
+    assert np.allclose(got, expected, atol=1e-9 * max(1.0, np.abs(expected).max()))
+
+
+def test_ljung_box_accepts_iid_returns_at_its_nominal_rate():
+    rng = np.random.default_rng(1)
+    p = [realism.ljung_box(rng.standard_normal(600), 10)[1] for _ in range(400)]
+    share = np.mean(np.array(p) < 0.05)
+    # 400 series: the nominal 5 % within about 3 binomial standard errors (0.011).
+    assert 0.017 < share < 0.085, share
+    # ... Student-t(4) returns (fat tails, no dependence) too.
+    p = [realism.ljung_box(rng.standard_t(4, 600), 10)[1] for _ in range(400)]
+    assert 0.017 < np.mean(np.array(p) < 0.05) < 0.085
+
+
+def test_ljung_box_rejects_an_ar1_with_phi_0_2():
+    rng = np.random.default_rng(2)
+    rejects = 0
+    for _ in range(100):
+        e = rng.standard_normal(600)
+        r = np.empty_like(e)
+        r[0] = e[0]
+        for t in range(1, len(e)):
+            r[t] = 0.2 * r[t - 1] + e[t]
+        q, p = realism.ljung_box(r, 10)
+        rejects += p < 0.05
+        assert q > 0
+    assert rejects >= 90
+
+
+def test_garch_volatility_clustering_is_detected_and_iid_is_not():
+    rng = np.random.default_rng(3)
+    r = garch(20_000, rng)
+    band = realism.white_noise_band(len(r))
+    abs_acf = realism.acf_many(np.abs(r), 100)
+    assert np.all(abs_acf[:10] > band)  # significantly positive at short lags
+    assert abs_acf[49] > band  # ... and still at lag 50 (persistence 0.98)
+    beta, c = realism.power_law_decay(abs_acf)
+    assert 0 < beta < 2 and c > 0
+    iid = realism.acf_many(np.abs(rng.standard_normal(20_000)), 100)
+    assert np.mean(np.abs(iid) < band) > 0.9
+    # Returns of a GARCH process are uncorrelated: the band holds at most lags.
+    assert np.mean(np.abs(realism.acf_many(r, 20)) < 2 * band) > 0.9
+
+
+def test_kurtosis_by_scale_falls_toward_zero_with_aggregation():
+    rng = np.random.default_rng(4)
+    steps = rng.standard_t(5, 200_000) * 0.001
+    k = realism.kurtosis_by_scale(np.cumsum(steps))
+    assert k[1] > 3  # t(5): excess kurtosis 6
+    assert k[100] < 1 and k[1] > k[5] > k[20]
+    gauss = realism.kurtosis_by_scale(np.cumsum(rng.standard_normal(200_000)))
+    assert all(abs(v) < 0.5 for v in gauss.values())
+
+
+def test_hill_recovers_a_pareto_tail_index_within_its_standard_error():
+    rng = np.random.default_rng(5)
+    x = rng.pareto(3.0, 20_000) + 1.0
+    alpha, se = realism.hill(x, tail=0.05)
+    assert abs(alpha - 3.0) < 3 * se and se == pytest.approx(alpha / np.sqrt(1000))
+    assert all(np.isnan(v) for v in realism.hill(np.array([1.0, 2.0]), 0.05))
+
+
+def test_mispricing_share_and_longest_episode_leave_out_the_shock_window():
+    v = np.full(1000, 100.0)
+    p = v.copy()
+    p[100:180] = 106.0  # an 80-tick episode beyond 5 %
+    p[500:530] = 94.0  # inside the 50 ticks after a shock at 490
+    excluded = realism.after_shocks(1000, [490], 50)
+    m = realism.mispricing(p, v, excluded)
+    assert m["longest_episode"] == 80
+    assert m["share_beyond"] == pytest.approx(80 / 950)
+    assert m["max"] == pytest.approx(0.06)
+    assert realism.mispricing(p, v)["share_beyond"] == pytest.approx(110 / 1000)
+
+
+def test_holdings_are_rebuilt_from_the_trade_log():
+    held = realism.holdings_by_type(
+        4, trade_tick=np.array([1, 1, 3]), trade_price=np.array([10.0, 11.0, 12.0]),
+        trade_qty=np.array([2, 1, 3]), buyer=np.array([0, 0, 1]), seller=np.array([1, 2, 0]),
+        slot_type={0: "a", 1: "b", 2: "b"}, start_cash={0: 100.0, 1: 50.0, 2: 50.0},
+        start_shares={0: 5, 1: 5, 2: 5})
+    assert held["a"]["shares"].tolist() == [5, 8, 8, 5]
+    assert held["a"]["cash"].tolist() == [100, 69, 69, 105]
+    assert held["b"]["shares"].tolist() == [5, 3.5, 3.5, 5]
+    assert realism.share_below(np.array([1.0, 0.5, 0.0]), 10.0) == pytest.approx(2 / 3)
+    assert realism.share_below(np.array([0.0]), 0.0) == 0.0
+
+
+def _row(rng, n=600, ar=0.0):
+    e = rng.standard_t(4, n)
+    r = e.copy()
+    for t in range(1, n):
+        r[t] = ar * r[t - 1] + e[t]
+    mid = 100 * np.exp(np.cumsum(r * 1e-3))
+    return stylized.run_facts(mid, mid.copy(), np.ones(n), 0, [])
+
+
+def test_the_report_judges_each_target_at_its_horizon_and_names_the_misses():
+    rng = np.random.default_rng(6)
+    good = stylized.report([_row(rng) for _ in range(20)], ticks=600)
+    assert good["checks"]["ljung_box_reject_share"]["ok"] is True
+    assert good["checks"]["abs_acf_50"]["ok"] is None  # a long-horizon fact on 600 ticks
+    assert "ljung_box_reject_share" not in stylized.misses(good)
+    bad = stylized.report([_row(rng, ar=0.3) for _ in range(20)], ticks=600)
+    assert {"ljung_box_reject_share", "acf_within_band"} <= set(stylized.misses(bad))
+    long = stylized.report([_row(rng) for _ in range(3)], ticks=20_000)
+    assert long["checks"]["ljung_box_reject_share"]["ok"] is None
+    assert long["checks"]["abs_acf_50"]["judged"] is True
+
+
+def test_a_long_classical_run_keeps_every_trader_type_off_its_bounds(baseline_path):
+    # Before issue 23 the fundamentalists of seed 7 held half their shares by tick 2,000
+    # and 1-2 of 20 in the bubbles after it; 5,000 ticks show the drain in a second or two.
+    config = load_config(baseline_path, ["simulation.ticks=5000"])
+    tables = simulate(config, 7, progress=False)
+    agents, trades = tables["agents"], tables["trades"]
+    types = dict(zip(agents["slot"].to_list(), agents["type"].to_list(), strict=True))
+    opening = {s: opening_account(config, t, False) for s, t in types.items()}
+    held = realism.holdings_by_type(
+        5000, trades["tick"].to_numpy(), trades["price"].to_numpy(), trades["qty"].to_numpy(),
+        trades["buyer"].to_numpy(), trades["seller"].to_numpy(), types,
+        {s: c for s, (c, _) in opening.items()}, {s: h for s, (_, h) in opening.items()})
+    # The rebuilt holdings end where the exchange's accounts end.
+    for kind in held:
+        final = agents.filter(pl.col("type") == kind)
+        assert held[kind]["shares"][-1] == pytest.approx(final["shares"].mean())
+        assert held[kind]["cash"][-1] == pytest.approx(final["cash"].mean(), abs=0.01)
+    for kind, series in held.items():
+        start = {k: np.mean([opening[s][i] for s in types if types[s] == kind])
+                 for i, k in enumerate(("cash", "shares"))}
+        for k in ("shares", "cash"):
+            assert realism.share_below(series[k], start[k], 0.10) <= 0.01, (kind, k)
+            # ... and never near it (trend followers' holdings swing with the trend, by
+            # design inside [0, 2 x start]; the others' stay close to their start).
+            assert series[k].min() > 0.25 * start[k], (kind, k)
+    ticks = tables["ticks"]
+    m = realism.mispricing(ticks["mid_price"].to_numpy(), ticks["fundamental"].to_numpy())
+    assert m["share_beyond"] < 0.01 and m["longest_episode"] <= 100
