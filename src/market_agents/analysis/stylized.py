@@ -78,7 +78,8 @@ def judged(target: Target, ticks: int) -> bool:
 
 def run_facts(mid: np.ndarray, value: np.ndarray, volume: np.ndarray, burn_in: int,
               shock_times: list[int], holdings: dict[str, dict[str, np.ndarray]] | None = None,
-              starts: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
+              starts: dict[str, dict[str, float]] | None = None,
+              public: np.ndarray | None = None) -> dict[str, Any]:
     """The realism measures of one run.
 
     Args:
@@ -91,12 +92,16 @@ def run_facts(mid: np.ndarray, value: np.ndarray, volume: np.ndarray, burn_in: i
         holdings: type -> ``{"shares", "cash"}`` mean holding per tick (from
             :func:`realism.holdings_by_type`), or None (a market without a trade log by type).
         starts: type -> ``{"shares", "cash"}`` mean opening holding, with ``holdings``.
+        public: the public value V^pub per tick, same shape as ``mid``, or None: the gap of
+            the price to what traders can know (V^pub lags V by up to a news interval, so a
+            large hidden jump is a gap to V that no trader could close).
 
     Returns:
         A dict of floats and arrays: ``acf`` (lags 1..20), ``abs_acf`` (lags 1..100),
         ``ljung_box_p``, ``kurtosis`` (scale -> excess kurtosis), ``hill``, ``hill_se``,
         ``volume_volatility``, ``decay_beta`` (power-law exponent of acf(|r|)),
-        ``mispricing`` (dict of :func:`realism.mispricing`), ``mispricing_path`` (|P/V − 1|
+        ``mispricing`` (dict of :func:`realism.mispricing`), ``public_mispricing`` (the same
+        against V^pub; None without ``public``), ``mispricing_path`` (|P/V − 1|
         per tick after the burn-in), ``holdings_low`` (type -> worst share of ticks below the
         floor, shares or cash), ``n`` (returns).
     """
@@ -122,6 +127,8 @@ def run_facts(mid: np.ndarray, value: np.ndarray, volume: np.ndarray, burn_in: i
         "volume_volatility": realism.volume_volatility(volume[burn_in + 1:], ab),
         "decay_beta": realism.power_law_decay(abs_acf)[0],
         "mispricing": realism.mispricing(p, v, excluded, GAP),
+        "public_mispricing": None if public is None else realism.mispricing(
+            p, public[burn_in:], excluded, GAP),
         "mispricing_path": np.abs(p / v - 1.0),
         "holdings_low": low,
     }
@@ -171,6 +178,11 @@ def report(rows: list[dict[str, Any]], ticks: int) -> dict[str, Any]:
         "mispriced_share_worst": float(max(r["mispricing"]["share_beyond"] for r in rows)),
         "longest_mispricing_worst": float(max(r["mispricing"]["longest_episode"]
                                               for r in rows)),
+        **({"public_mispriced_share_worst": float(max(r["public_mispricing"]["share_beyond"]
+                                                      for r in rows)),
+            "public_longest_mispricing_worst": float(max(
+                r["public_mispricing"]["longest_episode"] for r in rows))}
+           if all(r.get("public_mispricing") for r in rows) else {}),
         **{f"holdings_low_{k}_worst": float(max(r["holdings_low"].get(k, 0.0) for r in rows))
            for k in kinds},
     }

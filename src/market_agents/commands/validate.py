@@ -86,7 +86,8 @@ def _seed_facts(args: tuple[str, list[str], int]) -> tuple[dict[str, Any], dict[
               for kind in held}
     row = run_facts(ticks["mid_price"].to_numpy(), ticks["fundamental"].to_numpy(),
                     ticks["volume"].to_numpy().astype(float), config.simulation.burn_in,
-                    [s.time for s in config.shocks], held, starts)
+                    [s.time for s in config.shocks], held, starts,
+                    ticks["public_value"].to_numpy())
     relative = {kind: {k: (held[kind][k] / starts[kind][k]).tolist()
                        for k in ("shares", "cash") if starts[kind][k] > 0}
                 for kind in held}
