@@ -7,7 +7,7 @@ VENV := .venv/bin
 DESIGN ?= confirmatory
 WORKERS ?= 2
 
-.PHONY: setup run evaluate test test-slurm test-rehearsal check lint bench validate clean \
+.PHONY: setup run evaluate test test-slurm test-rehearsal check lint bench validate validate-long clean \
 	demo-local-llm help
 
 .DEFAULT_GOAL := help
@@ -71,8 +71,13 @@ lint: setup  ## ruff on src, tests and bench
 
 check: lint test  ## lint, then the test suite
 
-validate: setup  ## stylized facts of the baseline over 20 seeds (exit 1 on a miss)
-	$(VENV)/ma validate config/baseline.yaml --seeds 20 --workers $(WORKERS)
+validate: setup  ## realism report: baseline, 3 blocks of 20 seeds x 600 ticks, PAMS beside (exit 1 on a miss)
+	$(VENV)/ma validate config/baseline.yaml --seeds 20 --blocks 3 --pams --workers $(WORKERS) \
+		--out results/validate/600
+
+validate-long: setup  ## realism report: baseline, 20 seeds x 20,000 ticks, PAMS beside (exit 1 on a miss)
+	$(VENV)/ma validate config/baseline.yaml --seeds 20 --ticks 20000 --pams \
+		--workers $(WORKERS) --out results/validate/20000
 
 bench: setup  ## the engine benchmark against PAMS (docs/benchmarks.md)
 	$(VENV)/python bench/bench_engine.py
@@ -81,7 +86,7 @@ bench: setup  ## the engine benchmark against PAMS (docs/benchmarks.md)
 # figure, the report, Snakemake's state and the free Bazaar outputs. Never results/runs,
 # results/cache, results/manifests (freeze, pilot, budgets, spend ledger, deviations),
 # results/library or a paid Bazaar evaluation: no target deletes them (docs/guards.md).
-CLEANABLE := results/rehearsal results/smoke results/sanity results/test results/logs \
+CLEANABLE := results/rehearsal results/validate results/smoke results/sanity results/test results/logs \
 	results/dag results/report.html results/bazaar/anchors \
 	results/bazaar/exploits results/bazaar/eval/mock .snakemake
 # Opt-in: a real tiny model in the loop (docs/local_models.md). Builds llama-cpp-python[server]

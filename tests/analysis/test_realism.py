@@ -173,3 +173,20 @@ def test_a_long_classical_run_keeps_every_trader_type_off_its_bounds(baseline_pa
     ticks = tables["ticks"]
     m = realism.mispricing(ticks["mid_price"].to_numpy(), ticks["fundamental"].to_numpy())
     assert m["share_beyond"] < 0.01 and m["longest_episode"] <= 100
+
+
+def test_a_news_calendar_does_not_pass_for_volatility_clustering():
+    # Independent returns, ten times larger every 10th tick (a release calendar): the raw
+    # acf of |r| is high at lags 10, 20, ..., the deseasonalized one is not.
+    rng = np.random.default_rng(7)
+    n = 20_000
+    r = rng.standard_normal(n) * np.where(np.arange(n) % 10 == 3, 10.0, 1.0)
+    band = realism.white_noise_band(n)
+    raw = realism.acf_many(np.abs(r), 100)
+    assert raw[49] > 10 * band
+    flat = realism.acf_many(realism.deseasonalize(np.abs(r), 10), 100)
+    assert np.mean(np.abs(flat) < band) > 0.9 and abs(flat[49]) < 2 * band
+    # ... and a GARCH series keeps its clustering after the same division.
+    g = np.abs(garch(n, rng))
+    assert realism.acf_many(realism.deseasonalize(g, 10), 100)[49] > band
+    assert realism.deseasonalize(g, 1) is g

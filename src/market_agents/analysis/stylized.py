@@ -79,7 +79,7 @@ def judged(target: Target, ticks: int) -> bool:
 def run_facts(mid: np.ndarray, value: np.ndarray, volume: np.ndarray, burn_in: int,
               shock_times: list[int], holdings: dict[str, dict[str, np.ndarray]] | None = None,
               starts: dict[str, dict[str, float]] | None = None,
-              public: np.ndarray | None = None) -> dict[str, Any]:
+              public: np.ndarray | None = None, season: int = 1) -> dict[str, Any]:
     """The realism measures of one run.
 
     Args:
@@ -95,9 +95,14 @@ def run_facts(mid: np.ndarray, value: np.ndarray, volume: np.ndarray, burn_in: i
         public: the public value V^pub per tick, same shape as ``mid``, or None: the gap of
             the price to what traders can know (V^pub lags V by up to a news interval, so a
             large hidden jump is a gap to V that no trader could close).
+        season: the market's calendar period in ticks (news releases and the traders'
+            decision cohorts; ``ma validate`` uses lcm(news_interval, decision_interval)):
+            |r| is divided by its mean at each phase of it before its acf, so the calendar
+            does not pass for clustering at lags that are multiples of it.
 
     Returns:
-        A dict of floats and arrays: ``acf`` (lags 1..20), ``abs_acf`` (lags 1..100),
+        A dict of floats and arrays: ``acf`` (lags 1..20), ``abs_acf`` (lags 1..100, of the
+        deseasonalized |r|),
         ``ljung_box_p``, ``kurtosis`` (scale -> excess kurtosis), ``hill``, ``hill_se``,
         ``volume_volatility``, ``decay_beta`` (power-law exponent of acf(|r|)),
         ``mispricing`` (dict of :func:`realism.mispricing`), ``public_mispricing`` (the same
@@ -109,7 +114,8 @@ def run_facts(mid: np.ndarray, value: np.ndarray, volume: np.ndarray, burn_in: i
     log_p = np.log(p)
     r = np.diff(log_p)
     ab = np.abs(r)
-    abs_acf = realism.acf_many(ab, ABS_ACF_LAGS)
+    # The return at index i is the change into tick burn_in + 1 + i.
+    abs_acf = realism.acf_many(realism.deseasonalize(ab, season, burn_in + 1), ABS_ACF_LAGS)
     hill, hill_se = realism.hill(ab)
     excluded = realism.after_shocks(len(mid), shock_times, SHOCK_WINDOW)[burn_in:]
     low: dict[str, float] = {}

@@ -87,11 +87,20 @@ def _seed_facts(args: tuple[str, list[str], int]) -> tuple[dict[str, Any], dict[
     row = run_facts(ticks["mid_price"].to_numpy(), ticks["fundamental"].to_numpy(),
                     ticks["volume"].to_numpy().astype(float), config.simulation.burn_in,
                     [s.time for s in config.shocks], held, starts,
-                    ticks["public_value"].to_numpy())
+                    ticks["public_value"].to_numpy(), calendar(config))
     relative = {kind: {k: (held[kind][k] / starts[kind][k]).tolist()
                        for k in ("shares", "cash") if starts[kind][k] > 0}
                 for kind in held}
     return row, relative
+
+
+def calendar(config) -> int:
+    """The market's calendar period in ticks: news releases every ``news_interval`` ticks and
+    every trader's decisions every ``decision_interval`` ticks (phase cohorts of unequal size),
+    so |r| repeats with the least common multiple of the two."""
+    import math
+
+    return math.lcm(config.fundamentals.news_interval, config.simulation.decision_interval)
 
 
 def _pams_rows(ticks: int, seeds: list[int], burn_in: int) -> list[dict[str, Any]]:
