@@ -190,3 +190,23 @@ def test_a_news_calendar_does_not_pass_for_volatility_clustering():
     g = np.abs(garch(n, rng))
     assert realism.acf_many(realism.deseasonalize(g, 10), 100)[49] > band
     assert realism.deseasonalize(g, 1) is g
+
+
+def test_the_robust_portmanteau_holds_its_size_under_clustering_where_ljung_box_does_not():
+    # A GARCH(1,1) series is a martingale difference (unpredictable by construction), but
+    # its volatility clustering inflates the variance of the sample acf: Ljung-Box rejects it
+    # far above 5 % on 600 points; the heteroskedasticity-robust statistic does not.
+    rng = np.random.default_rng(8)
+    series = [garch(650, rng)[50:] for _ in range(300)]
+    standard = np.mean([realism.ljung_box(r, 10)[1] < 0.05 for r in series])
+    robust = np.mean([realism.robust_portmanteau(r, 10)[1] < 0.05 for r in series])
+    assert standard > 0.15 and robust < 0.09, (standard, robust)
+    iid = np.mean([realism.robust_portmanteau(rng.standard_t(4, 600), 10)[1] < 0.05
+                   for _ in range(300)])
+    assert 0.01 < iid < 0.09
+    e = rng.standard_normal((100, 600))
+    ar = np.empty_like(e)
+    ar[:, 0] = e[:, 0]
+    for t in range(1, 600):
+        ar[:, t] = 0.2 * ar[:, t - 1] + e[:, t]
+    assert np.mean([realism.robust_portmanteau(r, 10)[1] < 0.05 for r in ar]) >= 0.9

@@ -46,8 +46,8 @@ def test_same_config_and_seed_give_identical_files(tmp_path, baseline_path):
 # after `ma validate` on several seed blocks shows the calibration still holds.
 # Changed once by issue 23 (traders that hold target positions, market makers with an EWMA
 # volatility, fundamentalists' orders that expire at the next news release).
-BASELINE_SEED_1 = {"ticks": "80311b631a661450", "trades": "77d3f4744407749a",
-                   "orders": "5c45633dcdbb6489", "agents": "0bc13d3510d3a023"}
+BASELINE_SEED_1 = {"ticks": "d98ccb3a05c51d10", "trades": "d00a65a98fb95d50",
+                   "orders": "3879d0cf71aae388", "agents": "731c960ff203e6c2"}
 
 
 def test_baseline_market_is_unchanged(baseline_path):

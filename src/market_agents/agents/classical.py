@@ -48,7 +48,7 @@ class MarketMaker(Trader):
     def __init__(self, slot: int, rng: np.random.Generator, target_shares: int):
         super().__init__(slot, rng)
         self.half_spread = rng.uniform(0.0008, 0.0016)
-        self.vol_mult = rng.uniform(0.75, 1.5)
+        self.vol_mult = rng.uniform(1.9, 3.75)
         self.inventory_aversion = rng.uniform(0.00025, 0.00035)
         self.size = int(rng.integers(5, 12))
         self.trade_weight = rng.uniform(0.0, 0.1)
@@ -181,11 +181,11 @@ class TrendFollower(Trader):
 
     def __init__(self, slot: int, rng: np.random.Generator):
         super().__init__(slot, rng)
-        self.weight = rng.uniform(0.2, 0.5)  # λ: EMA weight of the newest change
+        self.weight = rng.uniform(0.03, 0.1)  # λ: EMA weight of the newest change
         # γ: half the swing at an average change of 0.2–0.8 % per decision interval.
         self.gamma = 0.549 / rng.uniform(0.002, 0.008)
         self.slippage = rng.uniform(0.001, 0.003)
-        self.qty = int(rng.integers(2, 8))  # shares per decision
+        self.qty = int(rng.integers(1, 5))  # shares per decision
         self.h0: list[int] | None = None
         self.seen: list[float] = []  # the reference price at the last decision, per asset
         self.trend: list[float] = []  # m, per asset

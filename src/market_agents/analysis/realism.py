@@ -83,6 +83,27 @@ def ljung_box(x: np.ndarray, lags: int = 10) -> tuple[float, float]:
     return q, float(stats.chi2.sf(q, lags))
 
 
+def robust_portmanteau(x: np.ndarray, lags: int = 10) -> tuple[float, float]:
+    """The heteroskedasticity-robust portmanteau statistic Q̃ = n Σ_{k≤lags} γ̂_k²/τ̂_k of
+    ``x`` (1-d), γ̂_k the lag-k autocovariance and τ̂_k the mean of (x_t x_{t−k})² of the
+    demeaned series, and its p-value under χ²(lags) (Escanciano & Lobato 2009, J. Econometrics
+    151; the correction of Diebold 1986). Under conditional heteroskedasticity (volatility
+    clustering) the Ljung–Box statistic over-rejects an unpredictable series — a GARCH(1,1)
+    martingale difference in 25–35 % of 600-point samples at 5 % — and this one does not.
+    Returns ``(Q̃, p)``; ``(nan, nan)`` when the series has no more points than lags."""
+    n = len(x)
+    if n <= lags + 1:
+        return float("nan"), float("nan")
+    d = np.asarray(x, dtype=float) - np.mean(x)
+    q = 0.0
+    for k in range(1, lags + 1):
+        prod = d[k:] * d[:-k]
+        gamma, tau = prod.sum() / n, float(np.mean(prod**2))
+        if tau > 0:
+            q += n * gamma**2 / tau
+    return float(q), float(stats.chi2.sf(q, lags))
+
+
 def power_law_decay(acf_abs: np.ndarray, first: int = 1) -> tuple[float, float]:
     """Fit acf(k) ≈ c·k^(−β) by least squares of log acf on log k over the lags from
     ``first`` where the acf is positive (``acf_abs[k-1]`` is lag k). Returns ``(β, c)``;

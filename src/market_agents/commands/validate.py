@@ -213,7 +213,9 @@ def main(args: argparse.Namespace) -> int:
     for label, names in missed.items():
         for name in names:
             check = summaries[label]["checks"][name]
-            print(f"miss: {label}: {name} = {check['value']:.4g} ({check['text']})")
+            # With --json, standard output stays one JSON document.
+            print(f"miss: {label}: {name} = {check['value']:.4g} ({check['text']})",
+                  file=sys.stderr if args.json else sys.stdout)
     return 1 if any(missed.values()) else 0
 
 
