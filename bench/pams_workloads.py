@@ -17,28 +17,18 @@ import json
 import random
 import sys
 import time
+from pathlib import Path
 
 from pams.logs.base import Logger
 from pams.runners.sequential import SequentialRunner
 
-SESSIONS = [
-    {"sessionName": 0, "iterationSteps": 100, "withOrderPlacement": True,
-     "withOrderExecution": False, "withPrint": False, "hifreqSubmitRate": 1.0},
-    {"sessionName": 1, "iterationSteps": 500, "withOrderPlacement": True,
-     "withOrderExecution": True, "withPrint": False},
-]
-FCN = {
-    "class": "FCNAgent", "numAgents": 100, "markets": ["Market"], "assetVolume": 50,
-    "cashAmount": 10000, "fundamentalWeight": {"expon": [1.0]},
-    "chartWeight": {"expon": [0.0]}, "noiseWeight": {"expon": [1.0]},
-    "meanReversionTime": {"uniform": [50, 100]}, "noiseScale": 0.001,
-    "timeWindowSize": [100, 200], "orderMargin": [0.0, 0.1],
-}
-CI2002 = {
-    "simulation": {"markets": ["Market"], "agents": ["FCNAgents"], "sessions": SESSIONS},
-    "Market": {"class": "Market", "tickSize": 0.00001, "marketPrice": 300.0},
-    "FCNAgents": FCN,
-}
+# PAMS's CI2002 market, defined once beside the realism report's CI2002 run (a standalone
+# script in the package that imports only PAMS).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src" / "market_agents" / "analysis"))
+from pams_ci2002 import ci2002  # noqa: E402
+
+# PAMS's CI2002 sample: 100 + 500 steps.
+CI2002 = ci2002(500)
 
 
 def market_makers() -> dict:
