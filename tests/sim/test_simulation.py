@@ -47,7 +47,7 @@ def test_same_config_and_seed_give_identical_files(tmp_path, baseline_path):
 # Changed once by issue 23 (traders that hold target positions, market makers with an EWMA
 # volatility, fundamentalists' orders that expire at the next news release).
 BASELINE_SEED_1 = {"ticks": "d98ccb3a05c51d10", "trades": "d00a65a98fb95d50",
-                   "orders": "3879d0cf71aae388", "agents": "731c960ff203e6c2"}
+                   "orders": "e9d16a2b03341d9c", "agents": "731c960ff203e6c2"}
 
 
 def test_baseline_market_is_unchanged(baseline_path):
