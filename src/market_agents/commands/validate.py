@@ -79,11 +79,10 @@ def _seed_facts(args: tuple[str, list[str], int]) -> tuple[dict[str, Any], dict[
         n, trades["tick"].to_numpy(), trades["price"].to_numpy(), trades["qty"].to_numpy(),
         trades["buyer"].to_numpy(), trades["seller"].to_numpy(), types,
         {s: c for s, (c, _) in opening.items()}, {s: h for s, (_, h) in opening.items()})
-    starts = {kind: {"cash": sum(opening[s][0] for s in types if types[s] == kind)
-                     / sum(1 for s in types if types[s] == kind),
-                     "shares": sum(opening[s][1] for s in types if types[s] == kind)
-                     / sum(1 for s in types if types[s] == kind)}
-              for kind in held}
+    members = {kind: [s for s in types if types[s] == kind] for kind in held}
+    starts = {kind: {"cash": sum(opening[s][0] for s in slots) / len(slots),
+                     "shares": sum(opening[s][1] for s in slots) / len(slots)}
+              for kind, slots in members.items()}
     row = run_facts(ticks["mid_price"].to_numpy(), ticks["fundamental"].to_numpy(),
                     ticks["volume"].to_numpy().astype(float), config.simulation.burn_in,
                     [s.time for s in config.shocks], held, starts,
@@ -94,7 +93,7 @@ def _seed_facts(args: tuple[str, list[str], int]) -> tuple[dict[str, Any], dict[
     return row, relative
 
 
-def calendar(config) -> int:
+def calendar(config: Any) -> int:
     """The market's calendar period in ticks: news releases every ``news_interval`` ticks and
     every trader's decisions every ``decision_interval`` ticks (phase cohorts of unequal size),
     so |r| repeats with the least common multiple of the two."""
