@@ -210,3 +210,8 @@ def test_the_robust_portmanteau_holds_its_size_under_clustering_where_ljung_box_
     for t in range(1, 600):
         ar[:, t] = 0.2 * ar[:, t - 1] + e[:, t]
     assert np.mean([realism.robust_portmanteau(r, 10)[1] < 0.05 for r in ar]) >= 0.9
+
+
+def test_hill_of_a_tied_tail_is_not_a_number_not_infinity():
+    x = np.concatenate([np.full(30, 2.0), np.linspace(0.1, 1.0, 500)])
+    assert all(np.isnan(v) for v in realism.hill(x, tail=0.05))

@@ -147,7 +147,8 @@ def realism_figures(blocks: dict[str, list[dict]], out_dir: str | Path,
         ax.plot(lags, np.median([r["acf"] for r in rows], 0), "o-", ms=3, label=label)
         abs_lags = np.arange(1, stylized.ABS_ACF_LAGS + 1)
         med = np.median([r["abs_acf"] for r in rows], 0)
-        bx.plot(abs_lags[med > 0], med[med > 0], "-", label=label)
+        # Markers, not a line: a log axis cannot show the lags where the acf is <= 0.
+        bx.plot(abs_lags[med > 0], med[med > 0], "o", ms=2.5, label=label)
     n = int(np.median([r["n"] for rows in blocks.values() for r in rows]))
     band = realism.white_noise_band(n)
     ax.axhspan(-band, band, color="grey", alpha=0.2, label=f"white-noise band (n = {n:,})")
@@ -155,8 +156,12 @@ def realism_figures(blocks: dict[str, list[dict]], out_dir: str | Path,
     ax.set(xlabel="lag (ticks)", ylabel="median acf of returns",
            title="returns: no linear predictability")
     bx.axhline(band, color="grey", ls="--", label="white-noise band")
-    bx.set(xscale="log", yscale="log", xlabel="lag (ticks)", ylabel="median acf of |r|",
-           title="volatility clustering (log-log)")
+    bx.set(xscale="log", yscale="log", xlabel="lag (ticks)",
+           ylabel="median acf of |r| (deseasonalized)",
+           title="clustering (log-log; acf <= 0 not shown)")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(fontsize=7)
     bx.legend(fontsize=7)
     written.append(_save(fig, out_dir / "acf.png", plt))
@@ -176,24 +181,32 @@ def realism_figures(blocks: dict[str, list[dict]], out_dir: str | Path,
     for label, rows in blocks.items():
         length = min(len(r["mispricing_path"]) for r in rows)
         paths = np.array([r["mispricing_path"][:length] for r in rows])
-        line, = ax.plot(np.median(paths, 0), lw=0.6, label=f"{label}: median seed")
         worst = int(np.argmax([r["mispricing"]["max"] for r in rows]))
-        ax.plot(paths[worst], lw=0.4, alpha=0.6, color=line.get_color(),
-                label=f"{label}: worst seed")
+        line, = ax.plot(paths[worst], lw=0.5, alpha=0.8, label=f"{label}: worst seed")
+        ax.plot(np.median(paths, 0), lw=0.8, color="black" if len(blocks) == 1 else
+                line.get_color(), label=f"{label}: median over seeds, per tick")
     ax.axhline(stylized.GAP, color="red", ls="--", lw=0.8, label="5 %")
     ax.set(xlabel="tick after burn-in", ylabel="|P/V - 1|", title="mispricing over time")
     ax.legend(fontsize=7)
     written.append(_save(fig, out_dir / "mispricing.png", plt))
 
     if holdings:
-        fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
-        for label, kinds in holdings.items():
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.5))
+        kinds_all = sorted({k for kinds in holdings.values() for k in kinds})
+        colours = {k: f"C{i}" for i, k in enumerate(kinds_all)}  # one colour per type
+        styles = ["-", "--", ":", "-."]  # one line style per block
+        for b, (label, kinds) in enumerate(holdings.items()):
             for kind, series in kinds.items():
-                ax.plot(series["shares"], lw=0.7, label=f"{label}: {kind}")
-                bx.plot(series["cash"], lw=0.7, label=f"{label}: {kind}")
+                style = dict(color=colours[kind], ls=styles[b % len(styles)], lw=0.8,
+                             label=f"{label}: {kind}")
+                if "shares" in series:
+                    ax.plot(series["shares"], **style)
+                if "cash" in series:
+                    bx.plot(series["cash"], **style)
         for x, what in ((ax, "shares"), (bx, "cash")):
             x.axhline(stylized.HOLDING_FLOOR, color="red", ls="--", lw=0.8, label="10 % floor")
-            x.set(xlabel="tick", ylabel=f"mean {what} / start", title=f"{what} held, by type")
-            x.legend(fontsize=6)
+            x.set(xlabel="tick", ylabel=f"mean {what} / start (block mean over seeds)",
+                  title=f"{what} held, by type")
+            x.legend(fontsize=7, ncol=2)
         written.append(_save(fig, out_dir / "holdings.png", plt))
     return written

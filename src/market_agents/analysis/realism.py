@@ -142,7 +142,10 @@ def hill(abs_r: np.ndarray, tail: float = 0.05) -> tuple[float, float]:
     k = max(int(tail * len(x)), 2)
     if len(x) <= k:
         return float("nan"), float("nan")
-    alpha = float(1.0 / np.mean(np.log(x[:k] / x[k])))
+    spacing = float(np.mean(np.log(x[:k] / x[k])))
+    if spacing <= 0:  # the top k+1 values tie: no tail to measure
+        return float("nan"), float("nan")
+    alpha = 1.0 / spacing
     return alpha, alpha / math.sqrt(k)
 
 
