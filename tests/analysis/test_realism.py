@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from market_agents.analysis import realism, stylized
 from market_agents.config import load_config
-from market_agents.sim.simulation import opening_account, simulate
+from market_agents.sim.simulation import simulate
 
 
 def garch(n: int, rng: np.random.Generator, omega=1e-6, alpha=0.1, beta=0.88) -> np.ndarray:
@@ -150,21 +150,15 @@ def test_a_long_classical_run_keeps_every_trader_type_off_its_bounds(baseline_pa
     # and 1-2 of 20 in the bubbles after it; 5,000 ticks show the drain in a second or two.
     config = load_config(baseline_path, ["simulation.ticks=5000"])
     tables = simulate(config, 7, progress=False)
-    agents, trades = tables["agents"], tables["trades"]
-    types = dict(zip(agents["slot"].to_list(), agents["type"].to_list(), strict=True))
-    opening = {s: opening_account(config, t, False) for s, t in types.items()}
-    held = realism.holdings_by_type(
-        5000, trades["tick"].to_numpy(), trades["price"].to_numpy(), trades["qty"].to_numpy(),
-        trades["buyer"].to_numpy(), trades["seller"].to_numpy(), types,
-        {s: c for s, (c, _) in opening.items()}, {s: h for s, (_, h) in opening.items()})
+    agents = tables["agents"]
+    held, starts = stylized.holdings_of_run(config, tables)
     # The rebuilt holdings end where the exchange's accounts end.
     for kind in held:
         final = agents.filter(pl.col("type") == kind)
         assert held[kind]["shares"][-1] == pytest.approx(final["shares"].mean())
         assert held[kind]["cash"][-1] == pytest.approx(final["cash"].mean(), abs=0.01)
     for kind, series in held.items():
-        start = {k: np.mean([opening[s][i] for s in types if types[s] == kind])
-                 for i, k in enumerate(("cash", "shares"))}
+        start = starts[kind]
         for k in ("shares", "cash"):
             assert realism.share_below(series[k], start[k], 0.10) <= 0.01, (kind, k)
             # ... and never near it (trend followers' holdings swing with the trend, by

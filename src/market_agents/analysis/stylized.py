@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 
 from market_agents.analysis import realism
+from market_agents.config import Config
+from market_agents.sim.simulation import opening_account
 
 SHORT_HORIZON = 1_000  # ticks: runs up to this long are judged on predictability and tails
 LONG_HORIZON = 5_000  # ticks: runs at least this long are judged on clustering and aggregation
@@ -78,6 +80,39 @@ def judged(target: Target, ticks: int) -> bool:
     """Whether ``target`` is judged on runs of ``ticks`` ticks (else reported only)."""
     return (target.horizon == "any" or (target.horizon == "short" and ticks <= SHORT_HORIZON)
             or (target.horizon == "long" and ticks >= LONG_HORIZON))
+
+
+def holdings_of_run(config: Config, tables: dict[str, Any], asset: int = 0
+                    ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, float]]]:
+    """Each trader type's mean holdings of ``asset`` and cash per tick, rebuilt from a run's
+    trade log, and each type's mean opening holding.
+
+    Args:
+        config: the run's config (the opening accounts: ``sim.simulation.opening_account``).
+        tables: the run's tables (``simulate``'s ``agents``, ``trades`` and ``ticks``).
+        asset: which asset's shares.
+
+    Returns:
+        ``(holdings, starts)``: type -> ``{"shares", "cash"}``, per tick (shape ``(ticks,)``,
+        from :func:`realism.holdings_by_type`) and at the opening (floats).
+    """
+    agents, trades = tables["agents"], tables["trades"]
+    trades = trades.filter(trades["asset"] == asset)
+    slots = agents["slot"].to_list()
+    types = dict(zip(slots, agents["type"].to_list(), strict=True))
+    opening = {s: opening_account(config, types[s], llm)
+               for s, llm in zip(slots, agents["is_llm"].to_list(), strict=True)}
+    n_ticks = int((tables["ticks"]["asset"] == asset).sum())
+    held = realism.holdings_by_type(
+        n_ticks, trades["tick"].to_numpy(), trades["price"].to_numpy(), trades["qty"].to_numpy(),
+        trades["buyer"].to_numpy(), trades["seller"].to_numpy(), types,
+        {s: c for s, (c, _) in opening.items()}, {s: h for s, (_, h) in opening.items()})
+    starts = {}
+    for kind in held:
+        members = [opening[s] for s in slots if types[s] == kind]
+        starts[kind] = {"cash": sum(c for c, _ in members) / len(members),
+                        "shares": sum(h for _, h in members) / len(members)}
+    return held, starts
 
 
 def run_facts(mid: np.ndarray, value: np.ndarray, volume: np.ndarray, burn_in: int,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import subprocess
 import sys
@@ -19,6 +20,8 @@ from market_agents.inputs import int_in
 # `make bench`); the script prints the price paths as JSON.
 PAMS = ["uv", "run", "--quiet", "--no-project", "--with", "pams==0.3.0", "python"]
 PAMS_SCRIPT = Path(__file__).resolve().parents[1] / "analysis" / "pams_ci2002.py"
+# Every seed's per-tick series come back to the parent process for the figures: 200,000 ticks
+# of a 100-seed block is a few GB at most.
 MAX_TICKS = 200_000
 
 
@@ -62,27 +65,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _seed_facts(args: tuple[str, list[str], int]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Simulate one seed and measure it: (run_facts row, holdings relative to start)."""
-    from market_agents.analysis import realism
-    from market_agents.analysis.stylized import run_facts
-    from market_agents.sim.simulation import opening_account, simulate
+    from market_agents.analysis.stylized import holdings_of_run, run_facts
+    from market_agents.sim.simulation import simulate
 
     path, sets, seed = args
     config = load_config(path, sets)
     tables = simulate(config, seed, progress=False)
     ticks = tables["ticks"].filter(tables["ticks"]["asset"] == 0)
-    agents, trades = tables["agents"], tables["trades"].filter(tables["trades"]["asset"] == 0)
-    types = dict(zip(agents["slot"].to_list(), agents["type"].to_list(), strict=True))
-    llm = dict(zip(agents["slot"].to_list(), agents["is_llm"].to_list(), strict=True))
-    opening = {s: opening_account(config, t, llm[s]) for s, t in types.items()}
-    n = ticks.height
-    held = realism.holdings_by_type(
-        n, trades["tick"].to_numpy(), trades["price"].to_numpy(), trades["qty"].to_numpy(),
-        trades["buyer"].to_numpy(), trades["seller"].to_numpy(), types,
-        {s: c for s, (c, _) in opening.items()}, {s: h for s, (_, h) in opening.items()})
-    members = {kind: [s for s in types if types[s] == kind] for kind in held}
-    starts = {kind: {"cash": sum(opening[s][0] for s in slots) / len(slots),
-                     "shares": sum(opening[s][1] for s in slots) / len(slots)}
-              for kind, slots in members.items()}
+    held, starts = holdings_of_run(config, tables)
     row = run_facts(ticks["mid_price"].to_numpy(), ticks["fundamental"].to_numpy(),
                     ticks["volume"].to_numpy().astype(float), config.simulation.burn_in,
                     [s.time for s in config.shocks], held, starts,
@@ -97,8 +87,6 @@ def calendar(config: Any) -> int:
     """The market's calendar period in ticks: news releases every ``news_interval`` ticks and
     every trader's decisions every ``decision_interval`` ticks (phase cohorts of unequal size),
     so |r| repeats with the least common multiple of the two."""
-    import math
-
     return math.lcm(config.fundamentals.news_interval, config.simulation.decision_interval)
 
 

@@ -111,12 +111,12 @@ def build_traders(config: Config, streams: streams_mod.Streams, population: Popu
         cash, shares = opening_account(config, kind, is_llm)
         if kind == "market_maker":
             trader: Trader = MarketMaker(slot, rng, pop.mm_initial_shares)
+        elif kind == "leveraged":
+            trader = LeveragedTrader(slot, rng, config.exchange.max_leverage)
+        elif kind == "fundamentalist":  # its orders live until the next news release
+            trader = Fundamentalist(slot, rng, config.fundamentals.news_interval)
         else:
-            if kind == "leveraged":
-                trader = LeveragedTrader(slot, rng, config.exchange.max_leverage)
-            else:
-                trader = (Fundamentalist(slot, rng, config.fundamentals.news_interval)
-                          if kind == "fundamentalist" else CLASSICAL[kind](slot, rng))
+            trader = CLASSICAL[kind](slot, rng)
         ex.open_account(slot, "llm" if is_llm else kind, is_llm, cash, shares,
                         1.0 if is_llm else trader.leverage)
         if not is_llm:
