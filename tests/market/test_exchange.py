@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from market_agents.config import ExchangeConfig
-from market_agents.market.exchange import Exchange
+from market_agents.market.exchange import GRID_TOLERANCE, Exchange, limit_ticks
 from market_agents.market.rules import CircuitBreaker
 from market_agents.market.types import BUY, SELL, Cancel, Order
 
@@ -199,9 +199,91 @@ def test_any_order_is_taken_or_refused_never_raises(side, qty, price, mechanism)
 
 def test_order_log_keeps_the_raw_price_beside_the_rounded_one():
     ex = make()
-    ex.submit(0, Order(BUY, 1, 99.987))  # a model's price off the tick grid
+    ex.submit(0, Order(BUY, 1, 99.987))  # a model's price off the tick grid: rounded down
     ex.submit(1, Order(SELL, 1, None))  # a market order has no limit to round
     ex.submit(2, Order(BUY, 0, 99.0))  # refused before rounding
+    ex.submit(3, Order(SELL, 1, 100.013))  # a sell off the grid: rounded up
     log = ex.order_log
-    assert log["price"] == [99.987, None, 99.0]
-    assert log["rounded_price"] == [99.99, None, None]
+    assert log["price"] == [99.987, None, 99.0, 100.013]
+    assert log["rounded_price"] == [99.98, None, None, 100.02]
+
+
+# --- issue 25: limits rounded towards the passive side -------------------------------------
+
+# What a trade price may exceed a limit by: float noise (a limit within GRID_TOLERANCE of a tick
+# is on the grid, and the trade log rounds prices to 10 decimals), never a tick.
+def slack(tick: float) -> float:
+    return 2 * GRID_TOLERANCE * tick + 1e-10
+
+
+@pytest.mark.parametrize("mechanism", ["book", "call_auction"])
+def test_an_off_grid_limit_never_trades_past_it(mechanism):
+    # Rounded to the nearest tick, the buy rested at 100.01 and paid 100.01 for a limit of
+    # 100.006, and the sell at 99.99 (PAMS PR #48 fixed the same).
+    ex = make(mechanism=mechanism)
+    ex.submit(0, Order(BUY, 2, 100.006))
+    ex.submit(1, Order(SELL, 2, 99.994))
+    ex.end_tick()
+    assert ex.order_log["rounded_price"] == [100.0, 100.0]
+    assert trades(ex) == [(100.0, 2, 0, 1)]
+    assert ex.conservation_ok()
+
+
+def test_on_grid_limits_keep_their_tick():
+    # 100.01 / 0.01 is 10000.999999999998 in floats: still the tick 10001, for either side.
+    for price in (100.01, 0.07, 4.35, 123456.78):
+        on_grid = round(price * 100)
+        assert limit_ticks(price, BUY, 0.01) == limit_ticks(price, SELL, 0.01) == on_grid
+
+
+def test_a_buy_limited_below_one_tick_is_refused():
+    # Rounded down it would be a price of zero; rounded up (as before) it paid more than its limit.
+    ex = make()
+    ex.submit(0, Order(BUY, 1, 0.004))
+    ex.submit(1, Order(SELL, 1, 0.004))  # rounded up: one tick, what the seller asked or more
+    assert ex.order_log["reason"] == ["price_out_of_range", None]
+    assert ex.order_log["rounded_price"] == [None, 0.01]
+
+
+TICKS = st.sampled_from([0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 0.001, 0.0001]) | st.floats(1e-4, 2.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tick=TICKS, price=st.floats(1e-3, 1e6), side=st.sampled_from([BUY, SELL]))
+def test_limits_round_towards_the_passive_side(tick, price, side):
+    ticks = limit_ticks(price, side, tick)
+    used = ticks * tick
+    if side == BUY:  # the highest tick at or below the limit
+        assert used <= price + slack(tick) and used > price - tick - slack(tick)
+    else:  # the lowest tick at or above it
+        assert used >= price - slack(tick) and used < price + tick + slack(tick)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tick=TICKS, offset=st.integers(-20, 20), buy_frac=st.floats(0, 1, exclude_max=True),
+       sell_frac=st.floats(0, 1, exclude_max=True), gap=st.integers(-1, 1),
+       buy_first=st.booleans(), mechanism=st.sampled_from(["book", "call_auction"]))
+def test_off_grid_limits_never_trade_past_their_limit(tick, offset, buy_frac, sell_frac, gap,
+                                                      buy_first, mechanism):
+    # Both limits within a tick or two of each other, so that they often share a tick: where
+    # nearest rounding let one side trade beyond its limit.
+    base = round(100.0 / tick) + offset  # prices near 100 (in ticks), whatever the tick
+    buy, sell = (base + buy_frac) * tick, (base + gap + sell_frac) * tick
+    ex = Exchange(ExchangeConfig(tick_size=tick, mechanism=mechanism), 1, [100.0])
+    for slot in (0, 1):
+        ex.open_account(slot, "noise", False, 10_000.0, 50)
+    ex.seal()
+    ex.begin_tick(0)
+    orders = [(0, Order(BUY, 3, buy)), (1, Order(SELL, 3, sell))]
+    for slot, order in orders if buy_first else orders[::-1]:
+        ex.submit(slot, order)
+    ex.end_tick()  # the call auction clears at tick 0
+    log = ex.order_log
+    for side, asked, used in zip(log["side"], log["price"], log["rounded_price"], strict=True):
+        # The log keeps the price asked and the price used, less than a tick apart and the
+        # price used on the passive side of the one asked.
+        passive = side * (asked - used)
+        assert -slack(tick) <= passive < tick + slack(tick)
+    for price in ex.trade_log["price"]:
+        assert sell - slack(tick) <= price <= buy + slack(tick)
+    assert ex.conservation_ok()

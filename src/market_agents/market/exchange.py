@@ -20,19 +20,47 @@ from market_agents.market.types import BUY, Cancel, Order
 # from float overflow (a price of 1e308 would overflow when converted to ticks).
 MAX_ORDER_QTY = 10**9
 MAX_PRICE_TICKS = 10**12
+# A limit within this fraction of a tick of the grid is on the grid: in floats 100.01 / 0.01 is
+# 10000.999999999998, and rounding that down would move every on-grid buy a tick lower.
+GRID_TOLERANCE = 1e-9
+
+
+def limit_ticks(price: float, side: int, tick_size: float) -> int:
+    """A limit price as integer ticks, rounded towards the passive side (issue 25).
+
+    A buy limited at 100.006 rests at 100.00 and a sell at 99.994 at 100.00 (tick 0.01), so no
+    order trades beyond the limit its trader set; rounding to the nearest tick once let a buy
+    at 100.006 pay 100.01 (PAMS PR #48 fixed the same). A price within ``GRID_TOLERANCE`` of a
+    tick (plus the float resolution of large prices) counts as on the grid and keeps its tick.
+
+    Args:
+        price: the limit in currency units, positive and finite.
+        side: ``BUY`` (rounded down) or ``SELL`` (rounded up).
+        tick_size: the exchange's tick size.
+
+    Returns:
+        The limit in ticks; 0 for a buy limited below one tick (``order_problem`` refuses it).
+    """
+    x = price / tick_size
+    near = round(x)
+    if abs(x - near) <= GRID_TOLERANCE + 4 * math.ulp(x):
+        return int(near)
+    return int(math.floor(x) if side == BUY else math.ceil(x))
 
 
 def order_problem(order: Order, n_assets: int, tick_size: float) -> str | None:
     """Why the exchange cannot take ``order`` at all (None: well formed): ``invalid`` (side,
     asset, quantity below 1, a price that is not a positive finite number),
-    ``qty_out_of_range`` or ``price_out_of_range`` (beyond what it represents exactly)."""
+    ``qty_out_of_range`` or ``price_out_of_range`` (beyond what it represents exactly, or a
+    buy limited below one tick: rounded down to the grid it would be a price of zero)."""
     side, qty, price, asset = order.side, order.qty, order.price, order.asset
     if side not in (1, -1) or not 0 <= asset < n_assets or qty <= 0 or (
             price is not None and not (math.isfinite(price) and price > 0)):
         return "invalid"
     if qty > MAX_ORDER_QTY:
         return "qty_out_of_range"
-    if price is not None and price / tick_size > MAX_PRICE_TICKS:
+    if price is not None and (price / tick_size > MAX_PRICE_TICKS
+                              or limit_ticks(price, side, tick_size) < 1):
         return "price_out_of_range"
     return None
 
@@ -204,7 +232,7 @@ class Exchange:
         reason = order_problem(action, self.n_assets, self.cfg.tick_size)
         if reason is None:
             if price is not None:
-                limit = self.to_ticks(price)
+                limit = limit_ticks(price, side, self.cfg.tick_size)
             reason = self._check(acct, action, limit)
         oid = self.next_id
         self.next_id += 1
@@ -347,7 +375,8 @@ class Exchange:
     def _log(self, acct: Account, asset: int, oid: int, kind: str, side: int, qty: int,
              price: float | None, reason: str | None, rounded: float | None = None) -> None:
         """One order-log row; ``reason`` None means accepted. ``price`` is the limit as the
-        trader wrote it, ``rounded`` the tick-rounded limit the exchange used."""
+        trader wrote it, ``rounded`` the limit the exchange used (on the tick grid, rounded
+        towards the passive side: :func:`limit_ticks`)."""
         self.order_rows.append((self.tick, acct.slot, asset, oid, kind, side, qty, price,
                                 "accepted" if reason is None else "rejected", reason,
                                 acct.is_llm, rounded))
