@@ -1,4 +1,9 @@
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from market_agents.config import (
     Config,
@@ -148,3 +153,38 @@ def test_a_set_given_twice_is_refused(baseline_path):
                                     "exchange.halt_threshold=0.1"])
     with pytest.raises(ConfigError, match=r"key 'exchange\.\.tick_size' has an empty part"):
         load_config(baseline_path, ["exchange..tick_size=0.1"])
+
+
+# --- issue 25: market parameters checked against each other -------------------------------
+
+
+@pytest.mark.parametrize("tick", ["1000", "1e308", "4.76"])
+def test_a_tick_coarser_than_one_percent_of_the_price_is_refused(baseline_path, tick):
+    # A tick of 1,000 (or 1e308) on a price of 475 ran to the end, exit 0, every trade at one
+    # tick and no bids.
+    shown = re.escape(f"{float(tick):g}")
+    with pytest.raises(ConfigError, match=rf"^config/baseline\.yaml: exchange\.tick_size {shown} "
+                       r"against fundamentals\.v0 475: a tick must be at most 1% of the opening "
+                       r"value \(4\.75\)") as info:
+        load_config("config/baseline.yaml", [f"exchange.tick_size={tick}"])
+    assert "\n" not in str(info.value)
+
+
+def test_a_breaker_that_one_tick_trips_is_refused(baseline_path):
+    with pytest.raises(ConfigError, match=r"exchange\.halt_threshold 0\.002 and "
+                       r"exchange\.tick_size 1: one tick is 0\.211% of fundamentals\.v0 475"):
+        load_config(baseline_path, ["exchange.tick_size=1", "exchange.halt_threshold=0.002"])
+    assert load_config(baseline_path, ["exchange.tick_size=1", "exchange.halt_threshold=0.05"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(v0=st.floats(1.0, 1e5), share=st.floats(1e-5, 10.0))
+def test_the_tick_bound_is_one_percent_of_v0(v0, share):
+    data = {"fundamentals": {"v0": v0}, "exchange": {"tick_size": share * v0 / 100}}
+    tick = data["exchange"]["tick_size"]
+    if tick <= 0.01 * v0:
+        assert Config.model_validate(data).exchange.tick_size == tick
+    else:
+        with pytest.raises(ValidationError, match=r"exchange\.tick_size .* against "
+                           r"fundamentals\.v0"):
+            Config.model_validate(data)

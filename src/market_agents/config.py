@@ -34,6 +34,12 @@ MAX_EXACT = 2**53
 # the N = 10,000 benchmark 275,000 and 6,000,000; 100,000 traders x 600 ticks still fit.
 MAX_DECISIONS = 5_000_000
 MAX_TRADER_TICKS = 60_000_000
+# The coarsest tick a market may have, as a share of the opening value v0. A cent on a one-dollar
+# stock (1 %) is about the coarsest relative tick of a real exchange, and it equals the market
+# makers' widest quoted spread (2 x their 0.5 % maximum half-spread, agents/classical.py): with a
+# coarser tick every quote and trade is one tick wide, and a tick of 1,000 on a price of 475 ran
+# to the end with every trade at one tick and no bids (issue 25).
+MAX_RELATIVE_TICK = 0.01
 
 
 class SimulationConfig(Strict):
@@ -209,7 +215,25 @@ class Config(Strict):
         if self.population.mix.statarb > 0 and self.fundamentals.n_assets < 2:
             raise ValueError("population.mix.statarb needs fundamentals.n_assets: 2")
         self._fits_the_engine()
+        self._is_a_market()
         return self
+
+    def _is_a_market(self) -> None:
+        """Refuse market parameters that are each valid but make no market together: a tick
+        coarser than ``MAX_RELATIVE_TICK`` of the opening value, and a circuit breaker that one
+        tick's move would trip."""
+        tick, v0 = self.exchange.tick_size, self.fundamentals.v0
+        if tick > MAX_RELATIVE_TICK * v0:
+            raise ValueError(f"exchange.tick_size {tick:g} against fundamentals.v0 {v0:g}: a tick "
+                             f"must be at most {MAX_RELATIVE_TICK:.0%} of the opening value "
+                             f"({MAX_RELATIVE_TICK * v0:g}); a coarser one makes every quote and "
+                             "trade one tick wide")
+        halt = self.exchange.halt_threshold
+        if halt is not None and tick / v0 >= halt:
+            raise ValueError(f"exchange.halt_threshold {halt:g} and exchange.tick_size {tick:g}: "
+                             f"one tick is {tick / v0:.3%} of fundamentals.v0 {v0:g}, so every "
+                             "one-tick move would halt trading; lower the tick or raise the "
+                             "threshold")
 
     def _fits_the_engine(self) -> None:
         """Refuse up front what the engine cannot hold or finish: prices and cash beyond exact

@@ -333,3 +333,33 @@ def test_a_bad_argument_is_one_line_too(capsys):
     err = capsys.readouterr().err
     assert err.strip() == ("ma run: error: argument --seed: invalid int value: 'one' "
                            "(see ma run --help)")
+
+
+@pytest.mark.parametrize("sets,keys", [
+    (("exchange.tick_size=1000",), ("exchange.tick_size", "fundamentals.v0")),
+    (("exchange.tick_size=1e308",), ("exchange.tick_size", "fundamentals.v0")),
+    (("exchange.tick_size=1", "exchange.halt_threshold=0.002"),
+     ("exchange.halt_threshold", "exchange.tick_size", "fundamentals.v0")),
+], ids=["tick_1000", "tick_1e308", "breaker_one_tick"])
+def test_a_degenerate_market_is_refused_in_one_line(sets, keys):
+    """Issue 25: each value is valid alone, together they make no market (a tick of 1,000 on a
+    price of 475 ran with exit 0, every trade at one tick and no bids)."""
+    argv = [a for s in sets for a in ("--set", s)]
+    case = Case((), (*run_argv(str(BASELINE)), *argv), str(BASELINE), keys[0])
+    code, err, tmp = run_case(case)
+    try:
+        check_refused(case, code, err, tmp)
+        assert all(k in err for k in keys), err
+    finally:
+        subprocess.run(["rm", "-rf", str(tmp)], check=False)
+
+
+def test_a_degenerate_market_is_refused_by_the_real_entry_point(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "market_agents.cli", "run", str(BASELINE),
+                           "--seed", "1", "--out", str(out), "--quiet", "--set",
+                           "exchange.tick_size=1000"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"ma run: error: {BASELINE}: exchange.tick_size 1000 against "
+                                  "fundamentals.v0 475: ")
+    assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()
