@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         usage="ma cache [summary|verify|retry-failures] PATH [--json] [--dry-run]",
         description="`ma cache PATH` (or `ma cache summary PATH`) counts the entries by "
         "provider, model and prompt version: answered and failed calls, valid decisions, "
-        "tokens and recorded USD. `ma cache verify PATH` checks the sqlite file and every "
+        "tokens, recorded USD and answers that came without token usage (charged at their "
+        "worst case). `ma cache verify PATH` checks the sqlite file and every "
         "entry's checksum and lists the keys of entries that fail (exit 1), and the pending "
         "claims of processes that stopped mid-call. `ma cache retry-failures PATH` removes the "
         "recorded failures (calls that failed after their retries) so a deliberate re-run "
@@ -52,7 +53,9 @@ def summarize(path: str | Path) -> dict:
 
     Returns:
         ``{"path", "entries", "corrupt": [keys], "groups": [rows], "usd"}``: per group the
-        entries, answered, valid and failed counts, tokens and recorded USD.
+        entries, answered, valid and failed counts, tokens, recorded USD and
+        ``usage_missing`` (paid answers that came without token usage, each recorded at its
+        worst case).
 
     Raises:
         CacheError: not a cache, or a damaged sqlite file.
@@ -77,6 +80,8 @@ def summarize(path: str | Path) -> dict:
             for k in ("input", "cached_input", "output", "reasoning"):
                 g[f"tokens_{k}"] += body.get("usage", {}).get(k, 0)
             g["usd"] += body.get("usd", 0.0)
+            # paid answers without token usage, recorded at their worst case (docs/cache.md)
+            g["usage_missing"] += bool(body.get("usage_missing"))
         else:
             g["failed"] += 1
     rows = [{"provider": p, "model": m, "prompt_version": v}
@@ -174,7 +179,8 @@ def main(args: argparse.Namespace) -> int:
             print(f"  {r['provider']:<18} {r['model']:<20} {r['prompt_version']:<4} "
                   f"entries {r.get('entries', 0):>6}  answered {r.get('answered', 0):>6}  "
                   f"valid {r.get('valid', 0):>6}  failed {r.get('failed', 0):>4}  "
-                  f"usd {r.get('usd', 0.0):.4f}")
+                  f"usd {r.get('usd', 0.0):.4f}"
+                  + (f"  usage missing {r['usage_missing']}" if r.get("usage_missing") else ""))
         for key in s["corrupt"]:
             print(f"  corrupt: {key}")
     return 1 if s["corrupt"] else 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import sys
 import threading
 import time
 from collections import Counter
@@ -41,6 +42,7 @@ from market_agents.llm.providers.registry import load_env, make_provider
 from market_agents.llm.types import LLMRequest, LLMResponse, LLMResult, Usage
 
 Parse = Callable[[str], Any]
+DEFAULT_TIMEOUT_S = 60.0  # an attempt's deadline when neither the request nor its route sets one
 
 
 class ProviderFatal(MarketAgentsError):
@@ -96,6 +98,17 @@ class ReplayOnly(Provider):
         raise AssertionError("a replay never calls a provider")
 
 
+def usage_missing(resp: LLMResponse) -> bool:
+    """Whether an answer's usage cannot be its bill: no input tokens (every request has a
+    prompt), or no output tokens beside a non-empty text; a provider that sends no usage
+    object reports zeros."""
+    return resp.usage.input <= 0 or (resp.usage.output <= 0 and bool(resp.text))
+
+
+def _warn_stderr(message: str) -> None:
+    print(f"market_agents: warning: {message}", file=sys.stderr, flush=True)
+
+
 def classify_parse_error(exc: Exception) -> str:
     """The ``error_class`` of an answer the parse refused: the parse's own class when it names
     one (an order the exchange cannot take), else schema, invalid_json or invalid."""
@@ -148,7 +161,8 @@ class LLMClient:
         max_concurrency: calls in flight at once, over all routes.
         route_concurrency: route -> calls in flight at once on that route.
         retry: route -> retry policy (default :class:`RetryPolicy`).
-        timeouts: route -> seconds per attempt (also sets claim leases).
+        timeouts: route -> seconds one attempt may take, body included (a wall-clock
+            deadline; default 60); claim leases are derived from it.
         replay: serve every answer from the cache; a miss is :class:`ReplayMiss`.
 
     Raises:
@@ -178,7 +192,7 @@ class LLMClient:
         self.max_concurrency = max_concurrency
         self.route_concurrency = dict(route_concurrency or {})
         self.retry = dict(retry or {})
-        self.timeouts = dict(timeouts or {})  # route -> seconds per attempt (claim leases)
+        self.timeouts = dict(timeouts or {})  # route -> attempt deadline in s (claim leases)
         self.replay = replay
         if replay and cache is None:
             raise MarketAgentsError("replay mode needs a response cache (--cache)")
@@ -194,6 +208,7 @@ class LLMClient:
         self._sems: dict[str, asyncio.Semaphore] = {}
         self._stop = False
         self.sleep = asyncio.sleep  # the backoff wait (tests record it instead)
+        self.warn = _warn_stderr  # says once per run that answers came without usage
         self.poll_s = (0.02, 0.5)  # first and longest wait between looks at a claimed request
 
     # --- construction ---------------------------------------------------------------------
@@ -438,6 +453,7 @@ class LLMClient:
     async def _fetch(self, req: LLMRequest, route: str) -> dict:
         provider = self.providers[route]
         policy = self.retry.get(route, RetryPolicy())
+        deadline = self._deadline(req, route)
         start = time.monotonic()
         attempts = 0
         while True:
@@ -445,9 +461,15 @@ class LLMClient:
                 raise _Skipped
             attempts += 1
             try:
-                resp = await provider.complete(req)
+                resp = await self._attempt(provider, req, deadline)
                 break
             except ProviderError as exc:
+                # the server's x-should-retry decides first, as in the official SDKs: a 500
+                # saying false is tried once, a 4xx saying true is retried
+                if provider.is_retryable(exc) and attempts <= policy.max_retries:
+                    self.retries_by_class[exc.error_class] += 1
+                    await self.sleep(policy.delay(attempts - 1, exc.retry_after))
+                    continue
                 if exc.fatal:
                     self.counts["calls"] += attempts
                     self.counts[f"fatal_{exc.error_class}"] += 1
@@ -455,31 +477,48 @@ class LLMClient:
                     raise kind(f"provider {route!r} ({provider.kind}), model {req.model!r}: "
                                f"{FATAL_NAMES[exc.error_class]} ({exc.detail or exc}); the run "
                                "stopped and nothing was recorded for this request") from None
-                if provider.is_retryable(exc) and attempts <= policy.max_retries:
-                    self.retries_by_class[exc.error_class] += 1
-                    await self.sleep(policy.delay(attempts - 1, exc.retry_after))
-                    continue
                 self.counts["calls"] += attempts
                 if exc.error_class == "connection":
                     raise ProviderUnavailable(
                         f"provider {route!r}: cannot connect after {attempts} attempts "
                         f"({exc}); check its base_url and that it is running") from None
-                return self._entry(req, None, exc.error_class, attempts,
+                return self._entry(req, route, None, exc.error_class, attempts,
                                    time.monotonic() - start)
         self.counts["calls"] += attempts
-        return self._entry(req, resp, None, attempts, time.monotonic() - start)
+        return self._entry(req, route, resp, None, attempts, time.monotonic() - start)
+
+    @staticmethod
+    async def _attempt(provider: Provider, req: LLMRequest, deadline: float) -> LLMResponse:
+        """One provider call cut off at ``deadline`` seconds of wall clock, body included.
+
+        The SDKs' own timeout bounds each read, so a body that trickles in never trips it;
+        this one bounds the whole call, which the claim lease relies on.
+
+        Raises:
+            ProviderError: the provider's failure, or ``timeout`` at the deadline.
+        """
+        try:
+            async with asyncio.timeout(deadline):
+                return await provider.complete(req)
+        except TimeoutError:
+            raise ProviderError("timeout", f"no complete answer within {deadline:g} s") from None
+
+    def _deadline(self, req: LLMRequest, route: str) -> float:
+        """Seconds one attempt of ``req`` may take, body included: the request's timeout,
+        else its route's, else 60."""
+        return req.timeout_s or self.timeouts.get(route) or DEFAULT_TIMEOUT_S
 
     def _lease(self, req: LLMRequest, route: str) -> float:
         """Seconds a claim is held before another host may take it over.
 
-        Every attempt at its timeout, every backoff at its longest, and a minute of slack (on
-        one host a dead owner is noticed at once).
+        Every attempt at its deadline (which it cannot outlive), every backoff at its longest,
+        and a minute of slack (on one host a dead owner is noticed at once).
         """
         policy = self.retry.get(route, RetryPolicy())
-        timeout = req.timeout_s or self.timeouts.get(route, 60.0)
-        return (policy.max_retries + 1) * timeout + policy.max_retries * policy.max_delay_s + 60
+        return ((policy.max_retries + 1) * self._deadline(req, route)
+                + policy.max_retries * policy.max_delay_s + 60)
 
-    def _entry(self, req: LLMRequest, resp: LLMResponse | None, error: str | None,
+    def _entry(self, req: LLMRequest, route: str, resp: LLMResponse | None, error: str | None,
                attempts: int, elapsed: float) -> dict:
         payload = req.key_payload()
         if payload.get("json_schema") is not None:  # ~1 kB per entry, the same in every entry
@@ -500,6 +539,11 @@ class LLMClient:
                 latency_s=round(resp.latency_s, 6),
                 usd=self.prices.cost(req.model, resp.usage),
             )
+            worst = self.worst_case(req)
+            if self.providers[route].live and worst > 0 and usage_missing(resp):
+                # A paid answer that says nothing of its tokens (a gateway, a proxy) would be
+                # priced at 0 and never reach the cap: charge the reservation, its worst case.
+                body.update(usd=worst, usage_missing=True)
         return body
 
     def _result(self, req: LLMRequest, entry: dict, parse: Parse | None, cache_hit: bool,
@@ -527,6 +571,13 @@ class LLMClient:
             valid, error = False, "empty"
         usd = float(entry["usd"])
         spent = 0.0 if cache_hit or not live else usd
+        if entry.get("usage_missing"):
+            self.counts["usage_missing"] += 1
+            if self.counts["usage_missing"] == 1:
+                self.warn(f"provider {req.route or req.provider!r}, model {req.model!r} "
+                          "answered without token usage (or with zeros): such answers are "
+                          f"charged at their reservation (here {usd:.6f} USD), the worst case; "
+                          "llm_usage.usage_missing counts them")
         self.counts["cache_hits" if cache_hit else "answered"] += 1
         self.counts["valid" if valid else "invalid"] += 1
         for name, value in usage.to_dict().items():
@@ -554,7 +605,8 @@ class LLMClient:
         """The run's LLM usage, as manifest.json's ``llm_usage``: requests, calls, answers,
         cache hits, validity, failures and retries by class, budget halts, tokens and USD
         (``usd``: priced, the mock's included; ``usd_live``: priced live answers;
-        ``usd_spent``: money actually paid by this process)."""
+        ``usd_spent``: money actually paid by this process; ``usage_missing``: paid answers
+        that came without token usage, or with zeros, each charged at its worst case)."""
         c = self.counts
         answered = c["answered"] + c["cache_hits"]
         run_halts = [h for h in self.budget.halts if h["scope"] == "run"]
@@ -585,6 +637,7 @@ class LLMClient:
             "usd": round(self.usd, 10),
             "usd_live": round(self.usd_live, 10),
             "usd_spent": round(self.usd_spent, 10),
+            "usage_missing": c["usage_missing"],
             "claim_waits": c["claim_waits"],
             "claims_taken_over": c["claims_taken_over"],
             "answers_discarded": c["answers_discarded"],

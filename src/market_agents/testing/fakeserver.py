@@ -9,7 +9,10 @@ arrival order. Bazaar's tests pass a function that plays a fixed Bazaar rule. Fo
 record-integrity tests it can also vary its answers between identical requests (``vary``, as
 real models do), bill ``max_output_tokens`` on every call (``bill_max_output``), answer every
 request with one fault (``fault_all``), and tell a test how many requests have arrived
-(``wait_for``) and when a killed client's connections are gone (``wait_idle``).
+(``wait_for``) and when a killed client's connections are gone (``wait_idle``). It can
+answer without usage or with zeros (``usage``), add headers to its error answers
+(``fault_headers``: ``x-should-retry``, ``retry-after-ms``) and send a body that trickles in
+(the ``trickle`` fault).
 
 It checks the request fields the project relies on (400 naming what is missing), can answer
 slowly (fixed latency plus seeded jitter), and can inject faults: a queue consumed one per
@@ -45,7 +48,11 @@ from market_agents.llm.prompting import extract_snapshot
 from market_agents.llm.providers.mock import trade_rule
 
 FAULTS = ("ok", "429", "500", "529", "timeout", "reset", "badjson", "malformed", "refusal",
-          "failed", "quota", "400", "401", "403", "404")
+          "failed", "quota", "400", "401", "403", "404", "trickle")
+# What an answer says of its tokens: the counts (``reported``), no usage object at all
+# (``missing``, as some gateways and proxies answer) or every count zero (``zeros``).
+USAGE_MODES = ("reported", "missing", "zeros")
+TRICKLE_CHUNK = 12  # bytes per write of a trickling body
 # Faults answered with an HTTP error status (the error body follows each wire format).
 STATUS = {"429": 429, "500": 500, "529": 529, "quota": 429, "credit": 400, "400": 400,
           "401": 401, "403": 403, "404": 404}
@@ -177,7 +184,10 @@ class FakeAPI:
             ``500``, ``529``, ``timeout`` (waits ``hang_s``), ``reset`` (connection dropped),
             ``badjson``, ``malformed``, ``refusal``, ``failed`` (a Responses object with
             ``status: failed`` under HTTP 200), ``quota`` (429 insufficient_quota; Anthropic's
-            400 "credit balance is too low"), ``400``, ``401``, ``403``, ``404``.
+            400 "credit balance is too low"), ``400``, ``401``, ``403``, ``404``, ``trickle``
+            (a good answer whose body, padded with spaces, comes 12 bytes every ``trickle_s``
+            seconds over ``hang_s`` seconds in all; ``dropped`` counts the clients that hung
+            up before its end).
         first_attempt_fail_rate: share of first attempts answered 429 or 500.
         log_path: one JSON line per request (never the key).
         valid_keys: accepted API keys; None accepts any non-empty key.
@@ -190,6 +200,10 @@ class FakeAPI:
             client that sends each request once gets the same answers from any server, whatever
             the arrival order (compare two runs: one that paid a request twice differs).
         bill_max_output: report the request's ``max_output_tokens``/``max_tokens`` as output.
+        usage: ``reported`` (default), ``missing`` (no usage object) or ``zeros``.
+        fault_headers: headers added to every answer with an HTTP error status (e.g.
+            ``{"x-should-retry": "false"}``, ``{"retry-after-ms": "1500"}``).
+        trickle_s: seconds between two writes of a ``trickle`` body.
     """
 
     def __init__(self, port: int = 0, latency_s: float = 0.0, jitter_s: float = 0.0,
@@ -198,12 +212,19 @@ class FakeAPI:
                  log_path: str | Path | None = None, valid_keys: set[str] | None = None,
                  answer: Answer | None = None, tokens: tuple[int, int] | None = None,
                  fault_all: str | None = None, vary: bool | str = False,
-                 bill_max_output: bool = False, server: str = "vllm"):
+                 bill_max_output: bool = False, server: str = "vllm", usage: str = "reported",
+                 fault_headers: dict[str, str] | None = None, trickle_s: float = 0.05):
         for f in [*(faults or []), *([fault_all] if fault_all else [])]:
             if f not in FAULTS:
                 raise ValueError(f"unknown fault {f!r}; known: {FAULTS}")
         if server not in SERVERS:
             raise ValueError(f"unknown server {server!r}; known: {SERVERS}")
+        if usage not in USAGE_MODES:
+            raise ValueError(f"unknown usage mode {usage!r}; known: {USAGE_MODES}")
+        self.usage_mode = usage
+        self.fault_headers = dict(fault_headers or {})
+        self.trickle_s = trickle_s
+        self.dropped = 0  # trickling answers the client hung up on before their end
         self.server = server
         self.fault_all = fault_all
         if vary not in (False, True, "repeat"):
@@ -345,7 +366,22 @@ FAULT_MESSAGES = {
 def _ok_body(api: FakeAPI, path: str, body: dict[str, Any], text: str, refusal: bool,
              digest: bytes) -> dict:
     u = api.usage(path, body, digest)
-    model = body.get("model", "")
+    answer = _ok_shape(path, text, refusal, u, body.get("model", ""))
+    if api.usage_mode == "missing":
+        answer.pop("usage")
+    elif api.usage_mode == "zeros":
+        answer["usage"] = _zeros(answer["usage"])
+    return answer
+
+
+def _zeros(node: Any) -> Any:
+    """The same usage object with every count set to 0."""
+    if isinstance(node, dict):
+        return {k: _zeros(v) for k, v in node.items()}
+    return 0 if isinstance(node, int) else node
+
+
+def _ok_shape(path: str, text: str, refusal: bool, u: dict[str, int], model: str) -> dict:
     if path.endswith("/responses"):
         part = ({"type": "refusal", "refusal": text} if refusal
                 else {"type": "output_text", "text": text, "annotations": []})
@@ -468,9 +504,10 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
                 return
             if fault in STATUS:
                 code = "insufficient_quota" if fault == "quota" else None
-                headers = {"Retry-After": f"{api.retry_after_s:g}"} if fault == "429" else None
+                headers = {"Retry-After": f"{api.retry_after_s:g}"} if fault == "429" else {}
                 self._send(status, json.dumps(_error_body(path, status, FAULT_MESSAGES[fault],
-                                                          code)).encode(), headers)
+                                                          code)).encode(),
+                           headers | api.fault_headers)
                 return
             if fault == "badjson":
                 self._send(200, b'{"id": "resp_fake", "output": [')
@@ -485,9 +522,35 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
             if fault == "failed" and path.endswith("/responses"):  # HTTP 200, status failed
                 answer |= {"status": "failed", "output": [],
                            "error": {"code": "server_error", "message": "model failed"}}
-            if self._send(200, json.dumps(answer).encode()):
+            payload = json.dumps(answer).encode()
+            sent = (self._trickle(payload) if fault == "trickle"
+                    else self._send(200, payload))
+            if sent:
                 with api.lock:
                     api.answered += 1
+
+        def _trickle(self, payload: bytes) -> bool:
+            """A 200 whose body comes TRICKLE_CHUNK bytes every ``trickle_s`` seconds, padded
+            with spaces (still JSON) to take ``hang_s`` seconds: no single read waits long,
+            the whole body does. False when the client hung up first."""
+            chunks = max(1, round(api.hang_s / api.trickle_s))
+            payload = payload.ljust(chunks * TRICKLE_CHUNK)
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.flush()
+                for i in range(0, len(payload), TRICKLE_CHUNK):
+                    self.wfile.write(payload[i:i + TRICKLE_CHUNK])
+                    self.wfile.flush()
+                    time.sleep(api.trickle_s)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+                with api.lock:
+                    api.dropped += 1
+                return False
+            return True
 
     return Handler
 
@@ -515,6 +578,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="answers differ between identical requests (as real models do)")
     p.add_argument("--bill-max-output", action="store_true",
                    help="bill the request's max output tokens on every call")
+    p.add_argument("--usage", choices=USAGE_MODES, default="reported",
+                   help="what answers say of their tokens (missing: no usage object)")
     p.add_argument("--seed", type=int, default=0, help="seed of the latency jitter")
     p.add_argument("--server", choices=SERVERS, default="vllm",
                    help="which server's structured output /chat/completions behaves like")
@@ -522,7 +587,8 @@ def main(argv: list[str] | None = None) -> int:
     api = FakeAPI(args.port, args.latency, args.jitter,
                   [f for f in args.faults.split(",") if f], args.fail_rate, seed=args.seed,
                   log_path=args.log, fault_all=args.fault_all, vary=args.vary,
-                  bill_max_output=args.bill_max_output, server=args.server)
+                  bill_max_output=args.bill_max_output, server=args.server,
+                  usage=args.usage)
     print(f"listening on {api.url}", flush=True)
     try:
         api.httpd.serve_forever()

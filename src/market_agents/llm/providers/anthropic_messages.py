@@ -73,16 +73,18 @@ class AnthropicProvider(SDKProvider):
         resp, latency = await self.send(self._client.messages.create, request)
         text = "".join(b.text for b in resp.content if getattr(b, "type", "") == "text")
         u = resp.usage
-        read = u.cache_read_input_tokens or 0
-        write = u.cache_creation_input_tokens or 0
-        details = getattr(u, "output_tokens_details", None)
-        usage = Usage(
-            input=u.input_tokens + read + write,  # Anthropic's input_tokens excludes both
-            cached_input=read,
-            cache_write=write,
-            output=u.output_tokens,
-            reasoning=getattr(details, "thinking_tokens", 0) or 0,
-        )
+        usage = Usage()  # none reported (a proxy): zeros, charged at the reservation
+        if u is not None:
+            read = getattr(u, "cache_read_input_tokens", 0) or 0
+            write = getattr(u, "cache_creation_input_tokens", 0) or 0
+            details = getattr(u, "output_tokens_details", None)
+            usage = Usage(
+                input=(u.input_tokens or 0) + read + write,  # Anthropic's excludes both
+                cached_input=read,
+                cache_write=write,
+                output=u.output_tokens or 0,
+                reasoning=getattr(details, "thinking_tokens", 0) or 0,
+            )
         return LLMResponse(
             text=text,
             usage=usage,

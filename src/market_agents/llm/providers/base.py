@@ -26,14 +26,17 @@ FATAL_NAMES = {"quota": "quota exhausted", "bad_request": "invalid request",
 
 class ProviderError(Exception):
     """A transport failure, with its error class (``RETRYABLE``: retried with backoff;
-    ``FATAL``: the run stops), a detail safe to log and the server's ``Retry-After``.
+    ``FATAL``: the run stops), a detail safe to log, the server's ``Retry-After`` in seconds
+    and its ``x-should-retry`` verdict (True/False; None when it sent none).
     """
 
-    def __init__(self, error_class: str, detail: str = "", retry_after: float | None = None):
+    def __init__(self, error_class: str, detail: str = "", retry_after: float | None = None,
+                 should_retry: bool | None = None):
         super().__init__(f"{error_class}: {detail}" if detail else error_class)
         self.error_class = error_class
         self.detail = detail
         self.retry_after = retry_after
+        self.should_retry = should_retry
 
     @property
     def fatal(self) -> bool:
@@ -60,8 +63,13 @@ class Provider(abc.ABC):
         """Answer ``request``; a transport failure raises :class:`ProviderError`."""
 
     def is_retryable(self, exc: BaseException) -> bool:
-        """Whether ``exc`` is a transient failure worth retrying."""
-        return isinstance(exc, ProviderError) and exc.error_class in RETRYABLE
+        """Whether ``exc`` is worth retrying: the server's ``x-should-retry`` header when it
+        sent one (as the official SDKs decide), else whether its class is transient."""
+        if not isinstance(exc, ProviderError):
+            return False
+        if exc.should_retry is not None:
+            return exc.should_retry
+        return exc.error_class in RETRYABLE
 
     async def aclose(self) -> None:
         """Close the provider's HTTP client (nothing to close here)."""
@@ -120,6 +128,13 @@ def retry_after_seconds(headers: Any) -> float | None:
     return None
 
 
+def should_retry_header(headers: Any) -> bool | None:
+    """The server's ``x-should-retry`` verdict: True for ``true``, False for ``false``, None
+    when absent or anything else (the official SDKs read it the same way, before the status)."""
+    raw = None if headers is None else headers.get("x-should-retry")
+    return {"true": True, "false": False}.get(str(raw).strip().lower()) if raw else None
+
+
 def error_code(exc: Exception) -> str:
     """The provider's error code or type from an SDK error body (``insufficient_quota``,
     ``invalid_request_error``, ...); '' when there is none. Only these short identifiers
@@ -138,7 +153,8 @@ def classify_sdk_error(exc: Exception, sdk: Any) -> ProviderError:
     ProviderError. The message keeps the status and the provider's error code only: SDK
     messages can echo request headers, so they never reach logs or the cache."""
     status = getattr(exc, "status_code", None)
-    retry_after = retry_after_seconds(getattr(getattr(exc, "response", None), "headers", None))
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    retry_after = retry_after_seconds(headers)
     if isinstance(exc, sdk.APITimeoutError):
         return ProviderError("timeout")
     if isinstance(exc, sdk.APIConnectionError):
@@ -150,21 +166,32 @@ def classify_sdk_error(exc: Exception, sdk: Any) -> ProviderError:
     if isinstance(exc, sdk.APIResponseValidationError):
         return ProviderError("bad_response", type(exc).__name__)
     if isinstance(exc, sdk.APIStatusError):
-        code = error_code(exc)
-        what = f"HTTP {status}" + (f" {code}" if code else "")
-        # OpenAI: 429 insufficient_quota; Anthropic: 400 "credit balance is too low"
-        if (status == 429 and code == "insufficient_quota") or (
-                status in (400, 402) and "credit balance" in str(getattr(exc, "message", ""))):
-            return ProviderError("quota", what)
-        if status == 429:
-            return ProviderError("rate_limit", what, retry_after)
-        if status in (408, 409) or (status is not None and status >= 500):
-            return ProviderError("server_error", what, retry_after)  # 529: overloaded
-        if status in (401, 403):
-            return ProviderError("auth", f"{what} (check the API key in .env)")
-        if status == 404:
-            return ProviderError("not_found", what)
-        return ProviderError("bad_request", what)
+        err = _status_error(exc, status, retry_after)
+        err.should_retry = should_retry_header(headers)
+        return err
     if isinstance(exc, ValueError):  # a body that is not JSON
         return ProviderError("bad_response", type(exc).__name__)
     return ProviderError("provider_error", type(exc).__name__)
+
+
+def _status_error(exc: Exception, status: int | None, retry_after: float | None
+                  ) -> ProviderError:
+    """The ProviderError of an HTTP error status: its class from the status and error code,
+    with the server's Retry-After (a header that says retry may come with any status)."""
+    code = error_code(exc)
+    what = f"HTTP {status}" + (f" {code}" if code else "")
+    # OpenAI: 429 insufficient_quota; Anthropic: 400 "credit balance is too low"
+    if (status == 429 and code == "insufficient_quota") or (
+            status in (400, 402) and "credit balance" in str(getattr(exc, "message", ""))):
+        cls = "quota"
+    elif status == 429:
+        cls = "rate_limit"
+    elif status in (408, 409) or (status is not None and status >= 500):
+        cls = "server_error"  # 529: overloaded
+    elif status in (401, 403):
+        cls, what = "auth", f"{what} (check the API key in .env)"
+    elif status == 404:
+        cls = "not_found"
+    else:
+        cls = "bad_request"
+    return ProviderError(cls, what, retry_after)

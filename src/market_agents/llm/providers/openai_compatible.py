@@ -62,12 +62,12 @@ class OpenAICompatibleProvider(SDKProvider):
             raise ProviderError("bad_response", "no choices")
         choice = resp.choices[0]
         u = resp.usage
-        usage = Usage()
+        usage = Usage()  # none reported: zeros, which the client charges at the reservation
         if u is not None:
             cached = getattr(u.prompt_tokens_details, "cached_tokens", 0) or 0
             reasoning = getattr(u.completion_tokens_details, "reasoning_tokens", 0) or 0
-            usage = Usage(input=u.prompt_tokens, cached_input=cached,
-                          output=u.completion_tokens, reasoning=reasoning)
+            usage = Usage(input=u.prompt_tokens or 0, cached_input=cached,
+                          output=u.completion_tokens or 0, reasoning=reasoning)
         return LLMResponse(
             text=choice.message.content or "",
             usage=usage,

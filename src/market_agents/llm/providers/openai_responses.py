@@ -67,14 +67,14 @@ class OpenAIProvider(SDKProvider):
             for part in (getattr(item, "content", None) or [])
         )
         u = resp.usage
-        usage = Usage()
+        usage = Usage()  # none reported: zeros, which the client charges at the reservation
         if u is not None:
             details = u.input_tokens_details
             usage = Usage(
-                input=u.input_tokens,  # OpenAI counts cached tokens inside input_tokens
+                input=u.input_tokens or 0,  # OpenAI counts cached tokens inside input_tokens
                 cached_input=getattr(details, "cached_tokens", 0) or 0,
                 cache_write=getattr(details, "cache_write_tokens", 0) or 0,
-                output=u.output_tokens,
+                output=u.output_tokens or 0,
                 reasoning=getattr(u.output_tokens_details, "reasoning_tokens", 0) or 0,
             )
         return LLMResponse(
