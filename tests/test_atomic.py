@@ -41,8 +41,28 @@ def test_polars_reports_a_full_disk_as_an_os_error_naming_the_file(tmp_path):
         raise pl.exceptions.ComputeError("parquet: underlying IO error: No space left on device "
                                          "(os error 28)")
     assert info.value.errno == errno.ENOSPC and info.value.filename == str(tmp_path / "t")
-    with pytest.raises(pl.exceptions.ComputeError, match="not an IO error"), naming(tmp_path):
-        raise pl.exceptions.ComputeError("not an IO error")
+
+
+def test_a_write_failure_without_an_errno_is_an_os_error_naming_the_file(tmp_path):
+    # What a parquet write on a disk with 16-20 KiB free raised: no `os error N` in the text,
+    # so naming re-raised it and the command ended in a 32-line traceback (issue 25).
+    target = tmp_path / "run" / "orders.parquet"  # not there yet: the free space of its parent
+    with pytest.raises(OSError, match=r"^\[Errno 5\] cannot write: parquet: File out of "
+                       r"specification: Invalid thrift: transport error \(polars ComputeError; "
+                       r"[\d,]+ KiB free on its file system\)") as info, naming(target):
+        raise pl.exceptions.ComputeError("parquet: File out of specification: Invalid thrift: "
+                                         "transport error")
+    assert info.value.errno == errno.EIO and info.value.filename == str(target)
+    with pytest.raises(OSError, match="polars PanicException"), naming(target):
+        raise pl.exceptions.PanicException("called `Result::unwrap()` on an `Err` value")
+
+
+@given(st.text() | st.text().map(lambda t: f"{t} (os error {len(t) * 10**9})"))
+def test_any_polars_failure_in_a_write_is_one_line_naming_the_path(message):
+    with pytest.raises(OSError) as info, naming("/no/such/dir/t.parquet"):
+        raise pl.exceptions.ComputeError(message)
+    assert info.value.filename == "/no/such/dir/t.parquet"
+    assert info.value.errno and "\n" not in info.value.strerror and info.value.strerror
 
 
 def test_parquet_is_written_whole(tmp_path):

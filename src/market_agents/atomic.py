@@ -2,9 +2,10 @@
 
 Every part that writes a result file uses these writers. A write that fails (a full disk, a lost
 permission) leaves nothing behind and raises :class:`OSError` naming the file it was writing,
-whatever library did the writing (polars reports a full disk as ``ComputeError``), so the
-command line can print it as one line (``market_agents.cli``). JSON is strict: NaN and
-infinities are refused (``allow_nan=False``), so every JSON file parses with a strict parser.
+whatever library did the writing and whatever its message (polars reports a full disk as
+``ComputeError``, with or without an errno), so the command line can print it as one line
+(``market_agents.cli``). JSON is strict: NaN and infinities are refused (``allow_nan=False``),
+so every JSON file parses with a strict parser.
 
 Imports nothing else from the package.
 """
@@ -16,6 +17,7 @@ import errno
 import json
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,30 +25,52 @@ from typing import IO, Any
 
 import polars as pl
 
-_OS_ERROR = re.compile(r"os error (\d+)")
+# errno values are small: a longer number after "os error" is not one (and would overflow
+# os.strerror).
+_OS_ERROR = re.compile(r"os error (\d{1,4})\b")
 
 
 @contextlib.contextmanager
 def naming(path: str | Path) -> Iterator[None]:
     """Re-raise a failed write inside the block as ``OSError(errno, strerror, path)``.
 
+    Every polars error (and panic) inside the block is a failed write, whatever its message:
+    on a disk with 16-20 KiB free the parquet writer fails with "Invalid thrift: transport
+    error" and no ``os error N`` in the text (issue 25). Such an error becomes ``EIO`` with
+    polars' message and the free space of the file system, so the user reads the likely cause.
+
     Args:
         path: the file or directory the block writes (the one the user knows, not a temp
             file).
 
     Raises:
-        OSError: for an ``OSError`` of the block, and for a polars error that wraps one.
+        OSError: for an ``OSError`` of the block, and for any polars error: the errno of
+            ``os error N`` in its message, else ``EIO``; ``filename`` is ``path``.
     """
     try:
         yield
     except OSError as exc:
         raise OSError(exc.errno or errno.EIO, exc.strerror or str(exc), str(path)) from None
-    except pl.exceptions.PolarsError as exc:
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
         found = _OS_ERROR.search(str(exc))
-        if found is None:
-            raise
-        code = int(found.group(1))
-        raise OSError(code, os.strerror(code), str(path)) from None
+        code = int(found.group(1)) if found is not None else 0
+        if code > 0:  # errno 0 is "Success": no errno at all
+            raise OSError(code, os.strerror(code), str(path)) from None
+        raise OSError(errno.EIO, _unexplained(exc, Path(path)), str(path)) from None
+
+
+def _unexplained(exc: BaseException, path: Path) -> str:
+    """One line for a write failure that carries no errno: the library's message, its error
+    class, and how much space is left where ``path`` lives (a full disk is the usual cause)."""
+    message = " ".join(str(exc).split()) or "no message"
+    where = path
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        free = f"; {shutil.disk_usage(where).free / 1024:,.0f} KiB free on its file system"
+    except OSError:
+        free = ""
+    return f"cannot write: {message} (polars {type(exc).__name__}{free})"
 
 
 def write_atomic(path: str | Path, write: Callable[[IO[bytes]], None]) -> None:
