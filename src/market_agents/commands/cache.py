@@ -104,13 +104,31 @@ def verify(path: str | Path) -> dict:
 
 
 def retry_failures(path: str | Path, dry_run: bool = False) -> dict:
-    """Remove (or, ``dry_run``, list) the entries of calls that failed after their retries;
-    planned USD at the planning token profile of each model."""
+    """Remove (or, ``dry_run``, list) the entries of calls that failed after their retries.
+
+    Args:
+        path: an existing cache directory.
+        dry_run: list what would be removed, remove nothing.
+
+    Returns:
+        ``{"path", "failures", "removed", "by_class", "planned_usd", "dry_run"}``: the planned
+        USD of re-fetching them at the planning token profile of each model.
+
+    Raises:
+        CacheError: not a cache (a missing path included, with or without ``dry_run``: nothing
+            is created there), or a damaged one.
+    """
     from market_agents.llm.cache import ResponseCache
     from market_agents.llm.pricing import load_prices
     from market_agents.pipeline.workflow_config import WorkflowConfig
 
-    cache = ResponseCache(path, readonly=dry_run)
+    # Opened read-only first, so that a path that is not a cache is refused before anything
+    # is created: opened for writing, a mistyped path became a new, empty cache and the
+    # command said it removed 0 failures (issue 25).
+    cache = _open(path)
+    if not dry_run:
+        cache.close()
+        cache = ResponseCache(path)
     prices, profile = load_prices(), WorkflowConfig()  # the protocol's planning profile
     try:
         good, _ = cache.scan()
