@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 
 import market_agents
-from market_agents.protocol.freeze import FROZEN_FILES, FreezeError, build, load, mde, verify
+from market_agents.analysis.stats import mde
+from market_agents.protocol.estimability import families
+from market_agents.protocol.freeze import FROZEN_FILES, FreezeError, build, load, verify
 
 PKG = Path(market_agents.__file__).parent
 
@@ -24,14 +26,16 @@ FINGERPRINT = {"base_config_hash": "a" * 64, "budget": {"tiers": {"T1": 10.13}},
 
 
 def _design():
+    cells = {"share_0": {"tier": "T1", "seeds": list(range(101, 131)), "models": [],
+                         "live_decisions": 0},
+             "share_25": {"tier": "T1", "seeds": list(range(101, 111)),
+                          "models": ["gpt-5.4-nano"], "live_decisions": 6750},
+             "memory_25": {"tier": "T4", "seeds": [101, 102, 103, 104],
+                           "models": ["gpt-5.4-nano"], "live_decisions": 2025}}
     return {"name": "confirmatory", "path": "config/designs/confirmatory.yaml",
             "config_hash": "a" * 64, "fingerprint": FINGERPRINT, "budgets": {"T1": 10.13},
-            "cells": {"share_0": {"tier": "T1", "seeds": list(range(101, 131)), "models": [],
-                                  "live_decisions": 0},
-                      "share_25": {"tier": "T1", "seeds": list(range(101, 111)),
-                                   "models": ["gpt-5.4-nano"], "live_decisions": 6750},
-                      "memory_25": {"tier": "T4", "seeds": [101, 102, 103, 104],
-                                    "models": ["gpt-5.4-nano"], "live_decisions": 2025}}}
+            "cells": cells, "smallest_effect": {"volatility": 0.003},
+            "families": families(cells, {"T1": ["volatility"], "T4": ["volatility", "rad"]})}
 
 
 PILOT = {"pass": True, "sigma_d": {"share_25": {"n_pairs": 3, "volatility": 0.002},
@@ -39,9 +43,11 @@ PILOT = {"pass": True, "sigma_d": {"share_25": {"n_pairs": 3, "volatility": 0.00
 PRICES = {"models": {"gpt-5.4-nano": {"input": 0.2, "output": 1.25}}}
 
 
-def test_mde_formula():
-    assert mde(1.0, 4) == pytest.approx((1.959964 + 0.841621) / 2, rel=1e-5)
-    assert mde(None, 4) is None
+def test_families_are_a_tiers_contrasts_times_its_primary_outcomes():
+    fams = _design()["families"]
+    assert fams["T1"] == {"contrasts": ["share_25"], "primary": ["volatility"], "size": 1,
+                          "alpha": 0.05}
+    assert fams["T4"]["size"] == 2 and fams["T4"]["alpha"] == 0.025
 
 
 def test_build_records_everything_the_protocol_lists(pkg_copy):
@@ -52,11 +58,19 @@ def test_build_records_everything_the_protocol_lists(pkg_copy):
     assert f["git"]["commit"] and len(f["git"]["commit"]) == 40
     assert f["models"] == {"gpt-5.4-nano": {"input": 0.2, "output": 1.25}}
     assert f["sensitivity_grid"]["crash_drop"] == [0.07, 0.10, 0.15]
-    assert f["mde"]["share_25"]["mde"]["volatility"] == pytest.approx(2.8016 * 0.002 / 10**0.5,
-                                                                       rel=1e-4)
+    # the paired t test's MDE at the family's Holm level (T1: 1 test; T4: 1 contrast x 2)
+    assert f["mde"]["share_25"]["mde"]["volatility"] == pytest.approx(mde(0.002, 10), rel=1e-9)
     assert f["mde"]["memory_25"]["sigma_from"] == "max over pilot cells"
-    assert f["mde"]["memory_25"]["mde"]["volatility"] == pytest.approx(2.8016 * 0.004 / 2, rel=1e-4)
+    assert f["mde"]["memory_25"]["mde"]["volatility"] == pytest.approx(
+        mde(0.004, 4, family_size=2), rel=1e-9)
+    assert f["mde"]["memory_25"]["family_size"] == 2
     assert "share_0" not in f["mde"]
+    # memory_25 cannot detect the smallest effect of interest on 4 seeds: named
+    assert f["underpowered"] == [f"memory_25 × volatility: MDE "
+                                 f"{mde(0.004, 4, family_size=2):.4g} at α = 0.05/2 exceeds "
+                                 "the smallest effect of interest 0.003",
+                                 "memory_25 × rad: MDE undefined (4 paired seeds or no pilot "
+                                 "σ̂_d)"]
     clean = {**f["git"], "dirty": False}  # the freeze holds on a clean tree at its commit
     verify(f, _design(), clean, package_root=pkg_copy)
 
@@ -117,6 +131,9 @@ def test_cli_refuses_a_failed_pilot_unless_accepted_and_never_overwrites(workdir
     assert done.returncode == 0, done.stderr
     frozen = json.loads(out.read_text())
     assert frozen["pilot_failed_criteria_accepted"] == ["cost_per_decision"]
+    assert frozen["not_estimable"]["problems"] == []  # no rehearsal yet: the design's checks
+    assert frozen["families"]["T1"]["primary"] == ["volatility", "mispricing"]
+    assert frozen["mde"]["share_25"]["family_size"] == 2
     assert frozen["config_hash"] and frozen["mde"]["share_25"]["seeds"] == 2
     assert frozen["equal_usd"]["share_25"]["usd_cap"] == 0.0123
     check = frozen["fundamentals_check"]
@@ -210,3 +227,89 @@ def test_frozen_files_stay_small_and_pure():
                 continue
             assert set(mods) <= PURE_IMPORTS, f"{name} imports {mods}: frozen files are pure"
         assert ".read_" not in text and ".write_" not in text, f"{name} does I/O"
+
+
+def _rehearsal(design, breaker_idle: bool) -> "pl.DataFrame":
+    """A rehearsal's gathered outcomes on the design's first two seeds per cell: volatility
+    varies, mispricing is identical in every run (no variation), breaker_25's breaker on."""
+    import hashlib
+
+    import polars as pl
+
+    rows = []
+    for cell, seed in design.runs(max_seeds=2):
+        on = "breaker" if cell == "breaker_25" else ""
+        noise = int(hashlib.sha256(f"{cell}/{seed}".encode()).hexdigest()[:6], 16) % 997
+        rows.append({"cell": cell, "seed": seed, "volatility": 0.003 + 1e-6 * noise,
+                     "mispricing": 0.004,
+                     "mechanisms": on,
+                     "mechanisms_idle": on if breaker_idle else ""})
+    return pl.DataFrame(rows)
+
+
+def test_freeze_names_every_estimand_it_cannot_estimate_and_refuses_until_recorded(workdir):
+    """`ma freeze create` on the rehearsed confirmatory design: the mock-only cells on seeds
+    without a control (the design as the protocol wrote it), a breaker that never halted, and a
+    primary outcome that never varies are each named; the freeze refuses until they are
+    resolved or recorded as a deviation, and records them."""
+    import json
+    import subprocess
+
+    from market_agents.protocol.design import load_design, outcomes_path
+    from tests.support.workflow import BIN, env
+
+    path = workdir / "config/designs/confirmatory.yaml"
+    design = load_design(path, workdir / "results")
+    rehearsed = outcomes_path("confirmatory", True, workdir / "results")
+    rehearsed.parent.mkdir(parents=True)
+    _rehearsal(design, breaker_idle=True).write_parquet(rehearsed)
+    pilot = workdir / "pilot.json"
+    pilot.write_text(json.dumps({"pass": True, "sigma_d": {
+        "share_25": {"n_pairs": 3, "volatility": 0.0004, "mispricing": 0.0003}}}))
+
+    def freeze(design_file, *extra):
+        return subprocess.run([str(BIN / "ma"), "freeze", "create", str(design_file), "--pilot",
+                               str(pilot), *extra], cwd=workdir, env=env(),
+                              capture_output=True, text=True, timeout=120)
+
+    # The protocol's own seeds for the mock-only cells (1-10) have no share_0 run.
+    as_written = workdir / "config/designs/as_written.yaml"
+    text = path.read_text()
+    for cell in ("auction_25", "interval_10"):
+        text = text.replace(f"  - name: {cell}  # mock only; on the pool's seeds, where share_0 "
+                            "is its control (deviation)\n    tier: T6\n    n_seeds: 10",
+                            f"  - name: {cell}\n    tier: T6\n    seeds: \"1-10\"")
+    as_written.write_text(text)
+    refused = freeze(as_written)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    for named in ("auction_25: no share_0 run on its seeds (seeds 1-10",
+                  "interval_10: no share_0 run on its seeds (seeds 1-10",
+                  "breaker_25: its breaker never acted on its 2 rehearsed seeds",
+                  "share_25 × mispricing: no variation: every paired difference is 0 in the "
+                  "rehearsal"):
+        assert named in refused.stderr, refused.stderr
+    assert "volatility" not in refused.stderr  # it varies: estimable
+    # The design as shipped gives the mock-only cells their control; the breaker and the
+    # constant outcome are still named, and nothing is written until a deviation records them.
+    refused = freeze(path)
+    assert refused.returncode == 2
+    assert "auction_25: no share_0 run" not in refused.stderr
+    assert "breaker_25: its breaker" in refused.stderr
+    out = workdir / "results/manifests/freeze.json"
+    assert not out.exists()
+    # With a halting breaker and a varying mispricing, nothing is left to name.
+    import polars as pl
+
+    from market_agents.protocol.estimability import not_estimable
+    from market_agents.protocol.freeze import design_facts
+
+    facts = design_facts(design)
+    fixed = _rehearsal(design, breaker_idle=False).with_columns(
+        mispricing=pl.col("volatility") * 1.3 + 1e-4 * (pl.col("seed") % 3))
+    assert not_estimable(facts["cells"], facts["families"], json.loads(pilot.read_text()),
+                         fixed) == []
+    # Recorded as a deviation, the freeze goes ahead as far as its next check (the sigma runs,
+    # absent here) and logs nothing before it writes.
+    recorded = freeze(path, "--deviation", "breaker and mispricing reviewed: see the log")
+    assert "cannot be estimated" not in recorded.stderr
+    assert not (workdir / "results/manifests/deviations.jsonl").exists()

@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-# The outcomes the pilot's σ̂_d table and the freeze's minimum detectable effects cover (§4).
+# The outcomes the pilot's σ̂_d table and the freeze's minimum detectable effects cover (§4): the
+# outcomes a design may declare primary.
 PRIMARY_OUTCOMES = (
     "volatility",
     "excess_kurtosis",
@@ -37,6 +38,10 @@ PRIMARY_OUTCOMES = (
     "shock_half_ticks",
     "shock_priced_share",
 )
+# A tier's primary outcomes when its design declares none (``primary_outcomes``, docs/paper.md):
+# the two first-order answers to the project's question, whether the market moves more and
+# whether it prices worse. Every other outcome is secondary: reported unadjusted, exploratory.
+DEFAULT_PRIMARY = ("volatility", "mispricing")
 # The outcomes the paper estimates for every cell (the primary ones above, plus the episode
 # counts, the placebo move and volume), in the order the tables list them; halts and the reject
 # ratio only where the cell switches on the mechanism they measure (breaker, position limit).
@@ -50,6 +55,11 @@ APPLIES_WHEN = {"n_halts": "breaker", "reject_ratio": "position_limit"}
 # §4: the pilot's seeds 1-3 never enter a confirmatory estimate.
 PILOT_SEEDS = (1, 2, 3)
 LEVEL = 0.95
+# A spread of paired differences below this fraction of the values' size is rounding, not
+# variation (float noise of a contrast of equal values is ~1e-16 relative).
+NO_SPREAD = 1e-12
+# The power calculation's settings (§4: two-sided paired test at 5 %, power 0.8).
+ALPHA, POWER = 0.05, 0.80
 N_BOOTSTRAP = 9999
 BOOTSTRAP_SEED = 20261027  # the protocol's date: fixed, so the intervals are reproducible
 
@@ -213,7 +223,7 @@ def estimate(sample: PairedSample, level: float = LEVEL, n_resamples: int = N_BO
         interval, n - 1 degrees of freedom), ``boot_low``/``boot_high`` (percentile interval of
         the mean over seed-level resamples), ``p`` (two-sided one-sample t test of mean 0).
         Statistics a sample is too small for are None: means need 1 pair, the rest 2; with zero
-        spread the t interval is the point and p is None (undefined).
+        spread the intervals and p are None (nothing varies: :func:`not_estimable` says why).
     """
     from scipy import stats
 
@@ -229,11 +239,13 @@ def estimate(sample: PairedSample, level: float = LEVEL, n_resamples: int = N_BO
     if n < 2:
         return out
     se = float(d.std(ddof=1) / math.sqrt(n))
-    out["se"] = se
-    if se == 0:
-        out.update(t_low=out["diff"], t_high=out["diff"], boot_low=out["diff"],
-                   boot_high=out["diff"])
+    scale = float(max(np.abs(sample.treated).max(), np.abs(sample.control).max()))
+    if se <= NO_SPREAD * scale:
+        # Every difference equal up to rounding (a contrast of sums of equal values leaves
+        # ~1e-19 of float noise): no interval and no test (see :func:`not_estimable`).
+        out["se"] = 0.0
         return out
+    out["se"] = se
     test = stats.ttest_1samp(d, 0.0)
     ci = test.confidence_interval(level)
     boot = stats.bootstrap((d,), np.mean, n_resamples=n_resamples, confidence_level=level,
@@ -242,6 +254,70 @@ def estimate(sample: PairedSample, level: float = LEVEL, n_resamples: int = N_BO
                boot_low=float(boot.confidence_interval.low),
                boot_high=float(boot.confidence_interval.high))
     return out
+
+
+def not_estimable(e: Mapping[str, Any], dropped: Mapping[int, str] | None = None) -> str | None:
+    """Why an :func:`estimate` has no interval, in words, or None when it has one.
+
+    Args:
+        e: the estimate (``n``, ``se``, ``diff``).
+        dropped: seed -> why it was not paired (:class:`PairedSample`), to name the cause of
+            an empty sample.
+    """
+    if e["n"] == 0:
+        reasons = sorted(set((dropped or {}).values()))
+        return ("no paired seeds: " + "; ".join(reasons)) if reasons else "no paired seeds"
+    if e["n"] == 1:
+        return "one paired seed: no standard error"
+    if e["se"] == 0:
+        return f"no variation: every paired difference is {e['diff']:.6g}"
+    return None
+
+
+def mde(sigma_d: float | None, n: int, alpha: float = ALPHA, power: float = POWER,
+        family_size: int = 1) -> float | None:
+    """The minimum detectable effect of the paper's test: the smallest true mean paired
+    difference that the two-sided one-sample t test on ``n`` paired seeds (n - 1 degrees of
+    freedom) rejects with probability ``power`` at the Holm-adjusted level α / ``family_size``
+    (Holm's first step; the Bonferroni bound, so the power is at least ``power`` for every
+    member of the family). Power comes from the noncentral t distribution (scipy), noncentrality
+    δ√n/σ_d; no normal approximation, which understates the MDE 5.8-fold at n = 2.
+
+    Args:
+        sigma_d: SD of the paired differences (the pilot's σ̂_d), in the outcome's units.
+        n: paired seeds.
+        alpha: the family's level (two-sided).
+        power: the power to reach (0 < power < 1).
+        family_size: tests in the Holm family (the tier's contrasts × primary outcomes).
+
+    Returns:
+        The MDE in the outcome's units; None when undefined (no σ̂_d, or n < 2: a t test needs
+        two pairs); 0.0 for σ̂_d = 0.
+    """
+    from scipy import optimize, stats
+
+    if sigma_d is None or not math.isfinite(sigma_d) or n < 2 or family_size < 1:
+        return None
+    if sigma_d == 0:
+        return 0.0
+    df, level = n - 1, alpha / family_size
+    crit = float(stats.t.ppf(1 - level / 2, df))
+
+    def excess_power(effect: float) -> float:  # effect in units of σ_d
+        nc = effect * math.sqrt(n)
+        # P(T > c) + P(T < -c), the lower tail as P(T' > c) with T' of noncentrality -nc:
+        # scipy's nct.cdf far in the lower tail returns NaN at 1 df, its sf returns 0.
+        return float(stats.nct.sf(crit, df, nc) + stats.nct.sf(crit, df, -nc)) - power
+
+    high = 1.0
+    while excess_power(high) < 0:
+        high *= 2
+    return optimize.brentq(excess_power, 0.0, high, xtol=1e-12, rtol=1e-10) * abs(sigma_d)
+
+
+def family_size(n_contrasts: int, primary: Sequence[str]) -> int:
+    """Tests in a tier's Holm family: its contrasts × its primary outcomes."""
+    return n_contrasts * len(primary)
 
 
 def holm(p: Sequence[float | None]) -> list[float | None]:
@@ -266,10 +342,23 @@ def applies(y: str, mechanisms: set[str]) -> bool:
 
 def estimates(outcomes: pl.DataFrame, contrasts: Sequence[Contrast],
               columns: Sequence[str] = PAPER_OUTCOMES, exclude_seeds: Iterable[int] = (),
-              mde: Mapping[str, Mapping[str, float | None]] | None = None) -> pl.DataFrame:
-    """One row per contrast and outcome: the :func:`estimate`, the Holm-adjusted p within the
-    contrast's family, the minimum detectable effect (``mde[cell][y]``, e.g. from freeze.json)
-    and the seeds that were dropped, with the reason.
+              mde: Mapping[str, Mapping[str, float | None]] | None = None,
+              primary: Mapping[str, Sequence[str]] | None = None) -> pl.DataFrame:
+    """One row per contrast and outcome: the :func:`estimate`, its role, the Holm-adjusted p
+    within the contrast's family, the minimum detectable effect (``mde[cell][y]``, e.g. from
+    freeze.json), why it is not estimable (:func:`not_estimable`) and the seeds that were
+    dropped, with the reason.
+
+    Args:
+        outcomes: the gathered outcomes (one row per run).
+        contrasts: what to estimate, each with its family (a tier).
+        columns: the outcomes to estimate.
+        exclude_seeds: seeds left out (the pilot's, in a confirmatory design).
+        mde: cell -> outcome -> MDE.
+        primary: family -> its declared primary outcomes (the design's ``primary_outcomes``):
+            Holm adjusts those rows within the family (its contrasts × primary outcomes);
+            every other row is ``secondary`` (unadjusted, exploratory: ``p_holm`` None). None:
+            every outcome is primary.
 
     Outcomes absent from ``outcomes`` are skipped, and so are halts and the reject ratio in a
     cell that does not switch on the breaker or the position limit (``mechanisms`` column).
@@ -288,18 +377,21 @@ def estimates(outcomes: pl.DataFrame, contrasts: Sequence[Contrast],
                 continue
             sample = pair(vals, c, exclude)
             mde_y = (mde or {}).get(first, {}).get(y)
+            e = estimate(sample)
+            is_primary = primary is None or y in primary.get(c.family, ())
             rows.append({
                 "family": c.family, "cell": c.label, "control": c.control_label, "outcome": y,
-                **estimate(sample), "p_holm": None, "mde": mde_y,
+                "role": "primary" if is_primary else "secondary", **e, "p_holm": None,
+                "mde": mde_y, "not_estimable": not_estimable(e, sample.dropped),
                 "dropped": "; ".join(f"{s}: {why}" for s, why in sample.dropped.items()),
             })
     for fam in dict.fromkeys(r["family"] for r in rows):
-        members = [r for r in rows if r["family"] == fam]
+        members = [r for r in rows if r["family"] == fam and r["role"] == "primary"]
         for r, adj in zip(members, holm([r["p"] for r in members]), strict=True):
             r["p_holm"] = adj
     schema = {"family": pl.Utf8, "cell": pl.Utf8, "control": pl.Utf8, "outcome": pl.Utf8,
-              "n": pl.Int64, **dict.fromkeys(("treated_mean", "control_mean", "diff", "se",
-                                              "t_low", "t_high", "boot_low", "boot_high", "p",
-                                              "p_holm", "mde"), pl.Float64),
-              "dropped": pl.Utf8}
+              "role": pl.Utf8, "n": pl.Int64,
+              **dict.fromkeys(("treated_mean", "control_mean", "diff", "se", "t_low", "t_high",
+                               "boot_low", "boot_high", "p", "p_holm", "mde"), pl.Float64),
+              "not_estimable": pl.Utf8, "dropped": pl.Utf8}
     return pl.DataFrame(rows, schema=schema)

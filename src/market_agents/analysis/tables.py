@@ -6,6 +6,7 @@ polars frame, or a :class:`Skip` saying why the design does not support the tabl
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,8 @@ class PaperData:
         sigma: the sigma design's outcomes (None when absent).
         pilot: the pilot summary (protocol.pilot.summarize) with its outcomes (None: absent).
         mde: cell -> outcome -> MDE; ``mde_source``: where it came from.
+        primary: tier -> the design's primary outcomes (Holm's family; a tier not named takes
+            ``stats.DEFAULT_PRIMARY``).
         ticks: representative run per cell -> (ticks, manifest).
     """
 
@@ -78,6 +81,7 @@ class PaperData:
     pilot_outcomes: pl.DataFrame | None = None
     mde: dict[str, dict[str, float | None]] = field(default_factory=dict)
     mde_source: str = ""
+    primary: dict[str, tuple[str, ...]] = field(default_factory=dict)
     ticks: dict[str, tuple[pl.DataFrame, dict[str, Any]]] = field(default_factory=dict)
 
     @property
@@ -92,6 +96,10 @@ class PaperData:
         """The design's cells in the order of its outcomes table."""
         return self.outcomes["cell"].unique(maintain_order=True).to_list()
 
+    def primary_of(self, family: str) -> tuple[str, ...]:
+        """The primary outcomes of a family (a tier), as the design declares them."""
+        return self.primary.get(family, stats.DEFAULT_PRIMARY)
+
     def tier(self, cell: str) -> str:
         """The tier of ``cell`` in the design's plan; ``all`` for a design without tiers."""
         row = self.plan.filter(pl.col("cell") == cell)
@@ -101,13 +109,19 @@ class PaperData:
 # --- estimates ----------------------------------------------------------------------------------
 
 
-def primary_contrasts(data: PaperData) -> list[Contrast]:
-    """Every cell against share_0 in its tier's family, and E5 when its four cells ran."""
-    cells = data.cells
-    out = [Contrast(c, data.tier(c), {c: 1}, {CONTROL: 1}) for c in cells if c != CONTROL]
+def tier_contrasts(cells: Sequence[str], tier: Callable[[str], str]) -> list[Contrast]:
+    """The pre-registered contrasts of a design's cells: every cell against share_0 in its
+    tier's family (``tier(cell)``), and E5 in leverage_25's when its four cells are present.
+    The freeze counts a tier's Holm family from the same list (``protocol/freeze.py``)."""
+    out = [Contrast(c, tier(c), {c: 1}, {CONTROL: 1}) for c in cells if c != CONTROL]
     if all(c in cells for c in E5.cells):
-        out.append(Contrast(E5.label, data.tier("leverage_25"), E5.treated, E5.control))
+        out.append(Contrast(E5.label, tier("leverage_25"), E5.treated, E5.control))
     return out
+
+
+def primary_contrasts(data: PaperData) -> list[Contrast]:
+    """:func:`tier_contrasts` of the cells that ran."""
+    return tier_contrasts(data.cells, data.tier)
 
 
 def primary_estimates(data: PaperData) -> pl.DataFrame | Skip:
@@ -119,8 +133,10 @@ def primary_estimates(data: PaperData) -> pl.DataFrame | Skip:
     """
     if CONTROL not in data.cells:
         return Skip(f"no {CONTROL} cell: nothing to pair the cells with")
-    return stats.estimates(data.outcomes, primary_contrasts(data),
-                           exclude_seeds=data.exclude_seeds, mde=data.mde)
+    contrasts = primary_contrasts(data)
+    return stats.estimates(data.outcomes, contrasts, exclude_seeds=data.exclude_seeds,
+                           mde=data.mde, primary={c.family: data.primary_of(c.family)
+                                                  for c in contrasts})
 
 
 def _against(data: PaperData, cells: tuple[str, ...], reference: str, family: str,
@@ -131,7 +147,9 @@ def _against(data: PaperData, cells: tuple[str, ...], reference: str, family: st
     if reference not in data.cells:
         return Skip(f"no {reference} cell to compare the {what} cells with")
     contrasts = [Contrast(c, family, {c: 1}, {reference: 1}) for c in present]
-    return stats.estimates(data.outcomes, contrasts, exclude_seeds=data.exclude_seeds)
+    # Holm over these cells x the primary outcomes of their tier; the rest are secondary.
+    return stats.estimates(data.outcomes, contrasts, exclude_seeds=data.exclude_seeds,
+                           primary={family: data.primary_of(data.tier(present[0]))})
 
 
 def dose_response(primary: pl.DataFrame | Skip, data: PaperData) -> pl.DataFrame | Skip:
@@ -269,7 +287,8 @@ def fairness(data: PaperData) -> pl.DataFrame | Skip:
     equal_usd, equal_dec = FAIRNESS_CELLS[1], FAIRNESS_CELLS[0]
     est = stats.estimates(data.outcomes, [Contrast(equal_usd, "fairness", {equal_usd: 1},
                                                    {equal_dec: 1})],
-                          exclude_seeds=data.exclude_seeds)
+                          exclude_seeds=data.exclude_seeds,
+                          primary={"fairness": data.primary_of(data.tier(equal_usd))})
     return pl.concat([levels.with_columns(pl.lit("levels").alias("part")),
                       est.with_columns(pl.lit("equal USD - equal decisions").alias("part"))],
                      how="diagonal_relaxed").select("part", pl.all().exclude("part"))

@@ -18,7 +18,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="`create` records the git revision, SHA-256 of llm/prompting.py, "
         "llm/schema.py and outcomes.py, the confirmatory design as a whole (cells, seeds, "
         "overrides, caps, tiers, budgets, model ids and prices), thresholds and the sensitivity "
-        "grid, the pilot's sigma_d table and the MDE per cell. It never overwrites a freeze. "
+        "grid, the pilot's sigma_d table, each tier's Holm family (its contrasts x the design's "
+        "primary_outcomes) and the MDE per cell (paired t test, noncentral t, at the family's "
+        "adjusted level). It names the cells that cannot detect the design's smallest effect "
+        "of interest, and refuses while a pre-registered estimand cannot be estimated (a cell "
+        "without control runs on its seeds, a primary outcome that never varies in the pilot "
+        "or the rehearsal, a mechanism that never acts in the rehearsal) unless --deviation "
+        "records it. It never overwrites a freeze. "
         "`verify` fails, naming each difference, when a frozen file or any part of the design "
         "changed, HEAD is not the frozen commit or the work tree has uncommitted changes; every "
         "confirmatory live call runs the same check (docs/guards.md).",
@@ -44,6 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--accept-unconfirmed-fundamentals", action="store_true",
                    help="freeze although SD(V^pub/V - 1) on the sigma seeds misses its target "
                    "(record it as a deviation)")
+    c.add_argument("--deviation", default=None, metavar="REASON",
+                   help="freeze although some pre-registered estimands cannot be estimated "
+                   "(each is named when refused): logged in the deviations log with them, and "
+                   "recorded in the freeze")
     c.set_defaults(func=_create)
     v = fsub.add_parser("verify", help="check the freeze against the code, design and commit "
                         "now")
@@ -55,6 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _create(args: argparse.Namespace) -> int:
     import yaml
 
+    from market_agents.protocol import deviations
     from market_agents.protocol.design import (
         freeze_path,
         load_design,
@@ -97,15 +108,47 @@ def _create(args: argparse.Namespace) -> int:
         raise FreezeError("the work tree has uncommitted changes to tracked files: commit "
                           "them first (the freeze pins a commit, and every confirmatory live "
                           "call checks that HEAD is that commit and the tree is clean)")
+    freeze["not_estimable"] = _estimability(args, design, facts, pilot)
+    for line in freeze["underpowered"]:
+        print(f"underpowered: {line}")
     freeze["pilot_failed_criteria_accepted"] = [] if repilot else failed
     freeze["repilot"] = repilot
     sigma = load_design(args.sigma or design.path.parent / "sigma.yaml", args.results)
     freeze.update(pilot_and_sigma_records(
         facts, design, sigma, pilot, args.accept_unconfirmed_fundamentals, args.mock,
         outcomes_path(sigma.name, args.mock, args.results)))
+    if freeze["not_estimable"]["problems"]:
+        entry = deviations.record(args.results, args.deviation,
+                                  freeze["not_estimable"]["problems"], design.name)
+        freeze["not_estimable"]["deviation"] = entry["id"]
     write_json_atomic(out, freeze)
     print(f"froze {design.name} at {freeze['git']['commit']} -> {out}")
     return 0
+
+
+def _estimability(args: argparse.Namespace, design, facts: dict, pilot: dict) -> dict:
+    """The estimands that cannot be estimated (``estimability.not_estimable``, with the
+    confirmatory rehearsal's outcomes once it has run): FreezeError naming each, unless
+    ``--deviation`` is given; returns what the freeze records (the deviation is logged just
+    before the freeze is written)."""
+    import polars as pl
+
+    from market_agents.protocol.design import outcomes_path
+    from market_agents.protocol.estimability import not_estimable
+    from market_agents.protocol.freeze import FreezeError
+
+    rehearsed = outcomes_path(design.name, True, args.results)
+    rehearsal = pl.read_parquet(rehearsed) if not args.mock and rehearsed.exists() else None
+    problems = not_estimable(facts["cells"], facts["families"], pilot, rehearsal)
+    record = {"problems": problems, "rehearsal": str(rehearsed) if rehearsal is not None
+              else None, "deviation": None}
+    if problems and not args.deviation:
+        raise FreezeError(
+            f"{len(problems)} pre-registered estimand(s) cannot be estimated: "
+            + "; ".join(problems) + f". Resolve each in {design.path} (a control on the "
+            "cell's seeds, other primary_outcomes, a cell marked unavailable), or freeze "
+            "anyway with --deviation \"reason\" (logged with them)")
+    return record
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, ValidationError, model_validator
 
+from market_agents.analysis.stats import DEFAULT_PRIMARY, PRIMARY_OUTCOMES
 from market_agents.config import MAX_SEED, MAX_SEEDS, Config, apply_overrides, validate
 from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
@@ -82,12 +83,32 @@ class DesignSpec(Strict):
     seed_pool: list[int] | str | None = None
     planning: Planning = Field(default_factory=Planning)
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
+    primary_outcomes: list[str] | dict[str, list[str]] | None = Field(
+        default=None, description="the outcomes of each tier's Holm family: one list for every "
+        "tier, or tier -> list (key 'default' for the others); default volatility, mispricing")
+    smallest_effect: dict[str, Annotated[float, Field(gt=0)]] = Field(
+        default_factory=dict, description="outcome -> the smallest effect of interest (its "
+        "units): a cell whose MDE exceeds it is named at the freeze")
     cells: list[CellSpec]
 
     @model_validator(mode="after")
     def _has_cells(self) -> DesignSpec:
         if not self.cells:
             raise ValueError("cells: empty")
+        declared = self.primary_outcomes
+        lists = declared if isinstance(declared, dict) else {None: declared or DEFAULT_PRIMARY}
+        for key, names in lists.items():
+            where = "primary_outcomes" + (f".{key}" if key else "")
+            if not names:
+                raise ValueError(f"{where}: empty (name at least one outcome)")
+            unknown = [y for y in names if y not in PRIMARY_OUTCOMES]
+            if unknown:
+                raise ValueError(f"{where}: {unknown[0]!r} is not an outcome with a pilot "
+                                 f"σ̂_d (one of {', '.join(PRIMARY_OUTCOMES)})")
+        for y in self.smallest_effect:
+            if y not in PRIMARY_OUTCOMES:
+                raise ValueError(f"smallest_effect.{y}: not an outcome with a pilot σ̂_d "
+                                 f"(one of {', '.join(PRIMARY_OUTCOMES)})")
         return self
 
 
@@ -148,6 +169,8 @@ class Design:
     budget: BudgetSpec
     prices_path: Path
     results: Path = RESULTS  # the results root whose freeze.json equal-USD cells read
+    primary_outcomes: list[str] | dict[str, list[str]] | None = None
+    smallest_effect: dict[str, float] = field(default_factory=dict)
     sources: tuple[Path, ...] = ()  # the files its configs are built from: design, base, prices
     _configs: dict[tuple[str, bool], Config] = field(default_factory=dict, repr=False)
 
@@ -159,6 +182,15 @@ class Design:
         for cell in self.cells.values():
             out.setdefault(label(cell.tier), []).append(cell.name)
         return out
+
+    def primary(self, tier: str | None) -> tuple[str, ...]:
+        """The primary outcomes of a tier's Holm family, as the design declares them
+        (``primary_outcomes``; a tier it does not name takes its ``default`` entry), else
+        :data:`~market_agents.analysis.stats.DEFAULT_PRIMARY`."""
+        declared = self.primary_outcomes
+        if isinstance(declared, dict):
+            declared = declared.get(label(tier), declared.get("default"))
+        return tuple(declared or DEFAULT_PRIMARY)
 
     def cell(self, name: str) -> Cell:
         """The cell ``name``.
@@ -357,7 +389,8 @@ def load_design(path: str | Path, results: Path | str = RESULTS) -> Design:
         name=spec.name or path.stem, path=path, cells={},
         base=read_yaml(base_path), overrides=spec.overrides, planning=spec.planning,
         budget=spec.budget, prices_path=(path.parent / spec.prices).resolve(),
-        results=Path(results),
+        results=Path(results), primary_outcomes=spec.primary_outcomes,
+        smallest_effect=dict(spec.smallest_effect),
         sources=(path, base_path, (path.parent / spec.prices).resolve()),
     )
     default_seeds = parse_seeds(spec.seeds, f"{path}: seeds") if spec.seeds else None
@@ -389,6 +422,11 @@ def load_design(path: str | Path, results: Path | str = RESULTS) -> Design:
 def check_design(design: Design) -> None:
     """Everything that can be wrong before a run: every config, tier names, prices, budgets."""
     tiers = design.budget.tiers
+    if isinstance(design.primary_outcomes, dict):
+        for key in design.primary_outcomes:
+            if key != "default" and key not in design.tiers:
+                raise ConfigError(f"{design.path}: primary_outcomes.{key}: not a tier of the "
+                                  f"design ({', '.join(design.tiers)}, or default)")
     for c in design.cells.values():
         where = design.where(c.name)
         if tiers and c.tier not in tiers:

@@ -13,13 +13,12 @@ in the work tree. ``protocol.guard`` runs it on every path to a confirmatory liv
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 from pathlib import Path
-from statistics import NormalDist
 from typing import Any
 
 from market_agents.analysis.outcomes import SENSITIVITY_BUBBLE_GAPS, SENSITIVITY_CRASH_DROPS
+from market_agents.analysis.stats import ALPHA, POWER
 from market_agents.core import sha256_file
 from market_agents.errors import MarketAgentsError
 
@@ -28,7 +27,6 @@ FROZEN_FILES = ("llm/prompting.py", "llm/schema.py", "analysis/outcomes.py")
 # Protocol §5.1 sensitivity grid, as the frozen outcomes module defines it.
 SENSITIVITY_GRID = {"bubble_gap": list(SENSITIVITY_BUBBLE_GAPS),
                     "crash_drop": list(SENSITIVITY_CRASH_DROPS)}
-ALPHA, POWER = 0.05, 0.80
 
 
 class FreezeError(MarketAgentsError):
@@ -61,36 +59,6 @@ def git_revision(repo: Path | None = None) -> dict[str, Any]:
     return {"commit": rev, "dirty": bool(status) if status is not None else None}
 
 
-def mde(sigma_d: float | None, n: int, alpha: float = ALPHA, power: float = POWER) -> float | None:
-    """Two-sided paired minimum detectable effect: (z_{1-α/2} + z_{power}) · σ̂_d / √n."""
-    if sigma_d is None or n < 1 or not math.isfinite(sigma_d):
-        return None
-    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
-    return z * sigma_d / math.sqrt(n)
-
-
-def mde_table(cells: dict[str, dict[str, Any]], sigma_d: dict[str, dict[str, Any]]) -> dict:
-    """MDE per LLM cell and outcome. A cell the pilot ran uses its own σ̂_d; any other cell
-    uses the largest σ̂_d the pilot saw for that outcome (conservative), and says so."""
-    outcomes = sorted({k for row in sigma_d.values() for k in row if k != "n_pairs"})
-    worst = {
-        y: max((r[y] for r in sigma_d.values() if r.get(y) is not None), default=None)
-        for y in outcomes
-    }
-    table = {}
-    for cell, facts in cells.items():
-        if not facts.get("live_decisions"):
-            continue
-        own = sigma_d.get(cell)
-        n = len(facts["seeds"])
-        table[cell] = {
-            "seeds": n,
-            "sigma_from": cell if own else "max over pilot cells",
-            "mde": {y: mde((own or {}).get(y, worst[y]) if own else worst[y], n) for y in outcomes},
-        }
-    return table
-
-
 def build(
     design: dict[str, Any],
     pilot: dict[str, Any],
@@ -99,8 +67,22 @@ def build(
     package_root: Path = PACKAGE_ROOT,
     repo: Path | None = None,
 ) -> dict[str, Any]:
-    """``design``: :func:`design_facts` (name, path, config_hash, fingerprint, cells {name:
-    {tier, overrides, seeds, models, live_decisions}}, budgets {tier: usd})."""
+    """The freeze's content.
+
+    Args:
+        design: :func:`design_facts` (name, path, config_hash, fingerprint, cells {name:
+            {tier, overrides, seeds, models, live_decisions}}, budgets {tier: usd}, families,
+            smallest_effect).
+        pilot: the pilot manifest (its ``sigma_d`` table).
+        prices: the price table.
+        thresholds: the outcome thresholds.
+        package_root: where the frozen files are read.
+        repo: the project's git repository.
+
+    Raises: FreezeError when a live model has no price or the pilot has no σ̂_d table.
+    """
+    from market_agents.protocol import estimability
+
     models = sorted({m for c in design["cells"].values() for m in c.get("models", [])})
     table = prices.get("models", {})
     missing = [m for m in models if m not in table]
@@ -125,8 +107,13 @@ def build(
         "pilot_pass": pilot.get("pass"),
         "tier_budget_usd": design["budgets"],
         "models": {m: table[m] for m in models},
-        "mde": mde_table(design["cells"], sigma_d),
-        "mde_settings": {"alpha": ALPHA, "power": POWER, "test": "two-sided paired"},
+        "families": design["families"],
+        "mde": (mde := estimability.mde_table(design["cells"], sigma_d, design["families"])),
+        "mde_settings": {"alpha": ALPHA, "power": POWER,
+                         "test": "two-sided paired t test, n - 1 df (noncentral t power); "
+                                 "primary outcomes at alpha / family size (Holm's first step)"},
+        "smallest_effect": design.get("smallest_effect", {}),
+        "underpowered": estimability.underpowered(mde, design.get("smallest_effect", {})),
     }
 
 
@@ -196,7 +183,7 @@ def _design_changes(frozen: dict[str, Any], now: dict[str, Any]) -> list[str]:
             a, b = cells_f[cell].get(key), cells_n[cell].get(key)
             if a != b:
                 out.append(f"cell {cell}: {key} changed ({_brief(a)} frozen, {_brief(b)} now)")
-    for part in ("base_config_hash", "budget", "planning", "prices"):
+    for part in ("base_config_hash", "budget", "planning", "prices", "analysis"):
         out += [f"design {k} changed ({_brief(a)} frozen, {_brief(b)} now)"
                 for k, a, b in _leaf_diff(part, frozen.get(part), now.get(part))]
     return out
@@ -264,8 +251,9 @@ def fingerprint(design) -> dict[str, Any]:
     ``base_config_hash``, per cell its tier, seeds, treatment, unavailable reason and the
     config_hash of its resolved config (overrides, caps such as ``usd_cap``, the base; an
     equal-USD cell's cap is the freeze's ``equal_usd`` record, so its rule is hashed), the
-    budget block (cap, reserves, tier budgets), the planning rates, and the price-table rows of
-    every live model (the prices used).
+    budget block (cap, reserves, tier budgets), the planning rates, the price-table rows of
+    every live model (the prices used), and the analysis declared: each tier's primary outcomes
+    (its Holm family) and the smallest effects of interest.
     """
     from market_agents.config import config_hash
     from market_agents.llm.pricing import load_prices
@@ -293,13 +281,17 @@ def fingerprint(design) -> dict[str, Any]:
     return {"base_config_hash": base_config_hash(design), "cells": cells,
             "budget": design.budget.model_dump(mode="json"),
             "planning": design.planning.model_dump(mode="json"),
-            "prices": {m: table.price(m).model_dump(mode="json") for m in sorted(models)}}
+            "prices": {m: table.price(m).model_dump(mode="json") for m in sorted(models)},
+            "analysis": {"primary_outcomes": {t: list(design.primary(t)) for t in design.tiers},
+                         "smallest_effect": dict(design.smallest_effect)}}
 
 
 def design_facts(design) -> dict[str, Any]:
-    """What the freeze records of a design: its base config hash, fingerprint, budgets, and per
-    cell the tier, overrides, seeds, models, live decisions and planned USD (Run protocol §5.1).
+    """What the freeze records of a design: its base config hash, fingerprint, budgets, per
+    cell the tier, overrides, seeds, models, live decisions and planned USD (Run protocol §5.1),
+    each tier's Holm family (``estimability.families``) and the smallest effects of interest.
     """
+    from market_agents.protocol.estimability import families
     from market_agents.protocol.planning import plan_design
 
     cells = {}
@@ -312,7 +304,9 @@ def design_facts(design) -> dict[str, Any]:
                          "planned_usd": round(p.usd, 6)}
     return {"name": design.name, "path": str(design.path), "config_hash": base_config_hash(design),
             "fingerprint": fingerprint(design), "cells": cells,
-            "budgets": dict(design.budget.tiers)}
+            "budgets": dict(design.budget.tiers),
+            "families": families(cells, {t: design.primary(t) for t in design.tiers}),
+            "smallest_effect": dict(design.smallest_effect)}
 
 
 def default_thresholds() -> dict[str, Any]:

@@ -195,6 +195,7 @@ def read_mde(design: Design, pilot: dict | None, rehearsal: bool,
         (cell -> outcome -> MDE, the source as text).
     """
     from market_agents.protocol import freeze
+    from market_agents.protocol.estimability import mde_table
 
     path = root / FREEZE
     if not rehearsal and path.exists():
@@ -202,7 +203,8 @@ def read_mde(design: Design, pilot: dict | None, rehearsal: bool,
         return ({c: row.get("mde", {}) for c, row in (frozen.get("mde") or {}).items()},
                 f"{path}")
     if pilot and pilot.get("sigma_d"):
-        table = freeze.mde_table(freeze.design_facts(design)["cells"], pilot["sigma_d"])
+        facts = freeze.design_facts(design)
+        table = mde_table(facts["cells"], pilot["sigma_d"], facts["families"])
         return ({c: row["mde"] for c, row in table.items()},
                 "computed as the freeze does from the " + ("rehearsed " if rehearsal else "")
                 + "pilot's σ̂_d (no freeze.json)")
@@ -261,7 +263,7 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = RESULTS,
         runs=read["runs"], decisions=read["decisions"], sensitivity=read["sensitivity"],
         sigma=pl.read_parquet(sigma_path) if sigma_path.exists() else None,
         pilot=pilot, pilot_outcomes=pilot_outcomes, mde=mde, mde_source=mde_source,
-        ticks=read["ticks"])
+        primary={t: design.primary(t) for t in design.tiers}, ticks=read["ticks"])
     inputs += [str(p) for p in (sigma_path, log) if p.exists()] + pilot_inputs
     texts = {"model_cards.md": cards.model_cards_md(read["uses"], read_yaml(design.prices_path),
                                                     hashes(), note),
