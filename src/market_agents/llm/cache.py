@@ -13,7 +13,9 @@ claim whose owner died (same host, pid gone) or whose lease expired is taken ove
 
 The cache refuses to serve a damaged record: an entry that fails its checksum, a damaged sqlite
 file, a path that is not a cache directory, or a cache emptied or deleted after it held paid
-answers (``paid.json`` says so) raise :class:`CacheError` naming the path and what is wrong.
+answers (``paid.json`` says so) raise :class:`CacheError` naming the path and what is wrong. So
+does a cache on a network filesystem, where SQLite's WAL mode does not work, unless its
+rollback journal is opted in (:mod:`market_agents.llm.filesystem`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 
 from market_agents.core import canonical_json
 from market_agents.errors import MarketAgentsError
+from market_agents.llm import filesystem
 
 ENTRY_VERSION = 1
 DB_NAME = "cache.db"
@@ -73,13 +76,25 @@ def _db(path: Path) -> Path:
     return path / DB_NAME
 
 
+def _store_settings(path: Path) -> dict[str, Any]:
+    """The diskcache settings for ``path`` (:func:`market_agents.llm.filesystem.store_settings`):
+    a network filesystem without the journal opt-in raises :class:`CacheError`."""
+    try:
+        return filesystem.store_settings(path)
+    except MarketAgentsError as exc:
+        raise CacheError(str(exc)) from None
+
+
 def check_path(path: str | Path, write: bool = True) -> Path:
     """``path`` as a cache directory this process can use, or :class:`CacheError` naming it:
-    a regular file, an unreadable directory, or (``write``) one it cannot create or write."""
+    a regular file, a directory on a network filesystem (unless its journal is opted in), an
+    unreadable directory, or (``write``) one it cannot create or write. Nothing is created
+    before these checks pass."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise CacheError(f"--cache {path}: is a regular file, not a cache directory "
                          "(a cache is a directory holding cache.db)")
+    _store_settings(path)
     if path.is_dir() and not os.access(path, os.R_OK | os.X_OK):
         raise CacheError(f"--cache {path}: cannot read the directory (permission denied)")
     if not write:
@@ -239,9 +254,11 @@ class ResponseCache:
             exist and hold entries.
 
     Raises:
-        CacheError: the path is not a cache directory, the sqlite file is damaged, the cache was
-            emptied or deleted after it held paid answers, it cannot be opened, or (not
-            readonly) a test write fails (a full disk fails here, before any call).
+        CacheError: the path is not a cache directory, it is on a network filesystem without
+            ``MARKET_AGENTS_CACHE_JOURNAL=delete`` (:mod:`market_agents.llm.filesystem`), the
+            sqlite file is damaged, the cache was emptied or deleted after it held paid
+            answers, it cannot be opened, or (not readonly) a test write fails (a full disk
+            fails here, before any call).
 
     Protocol:
         Run protocol §1 (one cache per design, also the recorded decision library) and §6 (a
@@ -251,7 +268,9 @@ class ResponseCache:
     def __init__(self, path: str | Path, readonly: bool = False):
         import diskcache
 
-        self.path = check_path(path, write=False)  # a regular file, an unreadable directory
+        # a regular file, an unreadable directory, a network filesystem
+        self.path = check_path(path, write=False)
+        settings = _store_settings(self.path)
         db = _db(self.path)
         problem = damage(self.path)
         if problem:
@@ -265,7 +284,7 @@ class ResponseCache:
         try:
             # no eviction: the cache is a record, not a best-effort memo
             self._store = diskcache.Cache(str(self.path), eviction_policy="none", timeout=120,
-                                          size_limit=2**62)
+                                          size_limit=2**62, **settings)
         except (sqlite3.Error, OSError) as exc:
             raise CacheError(f"--cache {self.path}: cannot open {DB_NAME} ({exc})") from None
         self.owner = Owner.me()
