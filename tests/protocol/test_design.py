@@ -153,6 +153,27 @@ def test_ma_budget_cli(capsys):
     assert ma(["budget", str(CONFIRMATORY), "--tier", "T9"]) == 2
 
 
+def test_ma_budget_gives_each_contrasts_power_at_its_tiers_holm_level(capsys):
+    """The power the study will have, before the pilot: each tier's family (contrasts x the
+    design's primary outcomes) and the paired t test's MDE in units of sigma_d."""
+    from market_agents.analysis.stats import mde
+
+    assert ma(["budget", str(CONFIRMATORY), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["families"]["T1"]["size"] == 4  # share_25, share_50 x volatility, mispricing
+    assert out["families"]["T4"]["size"] == 14  # five mechanisms, leverage_0 and E5, x 2
+    power = out["power"]
+    assert power["share_25"]["mde_sigma"] == pytest.approx(mde(1.0, 10, family_size=4))
+    assert power["share_75"]["paired_seeds"] == 2
+    assert power["share_75"]["mde_sigma"] == pytest.approx(mde(1.0, 2, family_size=10))
+    assert power["share_75"]["mde_sigma"] > 100  # two seeds detect almost nothing under Holm
+    assert power["auction_25"]["paired_seeds"] == 10  # on the pool's seeds: share_0 pairs it
+    assert ma(["budget", str(CONFIRMATORY), "--tier", "T3"]) == 0
+    text = capsys.readouterr().out
+    assert "T3: 5 contrasts x 2 primary outcomes (volatility, mispricing) = 10 tests" in text
+    assert "T1:" not in text
+
+
 def test_mock_rehearsal_maps_live_routes_to_the_mock(confirmatory):
     live = confirmatory.cell_config("mix_25")
     mock = confirmatory.cell_config("mix_25", mock=True)
@@ -348,3 +369,23 @@ def test_t5_usd_cap_before_the_freeze_is_share_25s_planned_spend(tmp_path, plans
     cap = confirmatory.cell_config("mini_25_equalusd").population.llm.usd_cap
     assert cap == plans["share_25"].run_usd == pytest.approx(675 * 0.0005)
     assert "usd_cap" not in json.dumps(confirmatory.cell("mini_25_equalusd").overrides)
+
+
+@pytest.mark.parametrize(("declared", "message"), [
+    (["volume"], r"primary_outcomes: 'volume' is not an outcome with a pilot σ̂_d"),
+    ([], r"primary_outcomes: empty"),
+    ({"T1": ["volatility"], "T9": ["rad"]}, r"primary_outcomes.T9: not a tier of the design"),
+    ({"T1": ["n_halts"]}, r"primary_outcomes.T1: 'n_halts' is not an outcome"),
+])
+def test_primary_outcomes_are_checked_naming_the_key(tmp_path, declared, message):
+    with pytest.raises(ConfigError, match=message):
+        load_design(write_design(tmp_path, primary_outcomes=declared))
+
+
+def test_a_tier_takes_its_declared_primary_outcomes_else_the_default(tmp_path):
+    from market_agents.analysis.stats import DEFAULT_PRIMARY
+
+    design = load_design(write_design(tmp_path, primary_outcomes={"default": ["rad"]}))
+    assert design.primary("T1") == ("rad",)
+    assert load_design(write_design(tmp_path)).primary("T1") == DEFAULT_PRIMARY
+    assert load_design(CONFIRMATORY).primary("T4") == ("volatility", "mispricing")

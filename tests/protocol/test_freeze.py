@@ -229,7 +229,7 @@ def test_frozen_files_stay_small_and_pure():
         assert ".read_" not in text and ".write_" not in text, f"{name} does I/O"
 
 
-def _rehearsal(design, breaker_idle: bool) -> "pl.DataFrame":
+def _rehearsal(design, breaker_idle: bool):
     """A rehearsal's gathered outcomes on the design's first two seeds per cell: volatility
     varies, mispricing is identical in every run (no variation), breaker_25's breaker on."""
     import hashlib

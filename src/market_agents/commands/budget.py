@@ -15,7 +15,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Live LLM decisions and USD per cell, per tier and in total for DESIGN: "
         "LLM slots x decisions per agent x seeds, priced at the design's planning rate (the "
         "rate caps and tier budgets are checked at) and at config/prices.yaml for the given "
-        "tokens per decision. Validates the whole design first.")
+        "tokens per decision; then each tier's Holm family (its contrasts x the design's "
+        "primary_outcomes) and every contrast's minimum detectable effect in units of sigma_d "
+        "(paired t test, n - 1 df, power 0.8, at the family's level). Validates the whole "
+        "design first.")
     p.add_argument("design", help="design YAML, e.g. config/designs/confirmatory.yaml")
     p.add_argument("--tokens-in", type=int, default=DEFAULTS.tokens_in,
                    help="input tokens per decision (default %(default)s)")
@@ -49,6 +52,8 @@ def main(args: argparse.Namespace) -> int:
     """
     from market_agents.errors import ConfigError
     from market_agents.protocol.design import load_design
+    from market_agents.protocol.estimability import power_in_sigma, render_power
+    from market_agents.protocol.freeze import design_facts
     from market_agents.protocol.planning import (
         measured_profile,
         plan_design,
@@ -69,6 +74,10 @@ def main(args: argparse.Namespace) -> int:
         cells = [c for t in args.tier for c in design.tiers[t]]
     plans = plan_design(design, args.tokens_in, args.tokens_out, cells)
     measured = measured_profile(args.measured)
+    facts = design_facts(design)
+    power = power_in_sigma(facts["cells"], facts["families"])
+    if cells is not None:
+        power = {k: v for k, v in power.items() if v["tier"] in args.tier}
     if args.json:
         print(json.dumps({
             "design": design.name, "tokens_in": args.tokens_in, "tokens_out": args.tokens_out,
@@ -78,9 +87,12 @@ def main(args: argparse.Namespace) -> int:
             "total": {"decisions": sum(p.decisions for p in plans),
                       "usd": sum(p.usd for p in plans),
                       "table_usd": sum(p.table_usd for p in plans)},
-            "budget": design.budget.model_dump(), "measured_profile": measured}, indent=1))
+            "budget": design.budget.model_dump(), "measured_profile": measured,
+            "families": facts["families"], "power": power}, indent=1))
     else:
         print(render(design, plans, args.tokens_in, args.tokens_out))
+        print(render_power(power, {t: f for t, f in facts["families"].items()
+                                   if cells is None or t in args.tier}))
         if args.measured:
             print(render_measured(measured, args.tokens_in, args.tokens_out))
     return 0

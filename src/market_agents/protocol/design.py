@@ -96,7 +96,8 @@ class DesignSpec(Strict):
         if not self.cells:
             raise ValueError("cells: empty")
         declared = self.primary_outcomes
-        lists = declared if isinstance(declared, dict) else {None: declared or DEFAULT_PRIMARY}
+        lists = (declared if isinstance(declared, dict)
+                 else {None: DEFAULT_PRIMARY if declared is None else declared})
         for key, names in lists.items():
             where = "primary_outcomes" + (f".{key}" if key else "")
             if not names:

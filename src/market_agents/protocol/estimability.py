@@ -165,3 +165,42 @@ def not_estimable(cells: Mapping[str, Mapping[str, Any]], fams: Mapping[str, Map
 def _span(seeds: Sequence[int]) -> str:
     s = sorted(seeds)
     return f"seed {s[0]}" if len(s) == 1 else f"seeds {s[0]}-{s[-1]}"
+
+
+def power_in_sigma(cells: Mapping[str, Mapping[str, Any]],
+                   fams: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The MDE of every contrast of the design in units of σ_d (the SD of its paired
+    differences), before any pilot: the paired t test on its paired seeds at its family's Holm
+    level α / size, power 0.8 (``ma budget``'s power table).
+
+    Returns:
+        contrast label -> ``tier``, ``paired_seeds``, ``family_size``, ``alpha`` and
+        ``mde_sigma`` (None below two paired seeds).
+    """
+    out = {}
+    for c in contrasts(cells):
+        n = len(paired_seeds(cells, c))
+        fam = fams[c.family]
+        out[c.label] = {"tier": c.family, "paired_seeds": n, "family_size": fam["size"],
+                        "alpha": fam["alpha"],
+                        "mde_sigma": stats.mde(1.0, n, family_size=fam["size"])}
+    return out
+
+
+def render_power(table: Mapping[str, Mapping[str, Any]],
+                 fams: Mapping[str, Mapping[str, Any]]) -> str:
+    """:func:`power_in_sigma` as ``ma budget`` prints it: one block per tier (its family), one
+    line per contrast."""
+    lines = [f"power: the paired t test on each contrast's paired seeds (n - 1 df, pilot seeds "
+             f"excluded), power {stats.POWER}, at its tier's Holm level; MDE in units of σ_d"]
+    for tier, fam in fams.items():
+        lines.append(f"{tier}: {len(fam['contrasts'])} contrasts x {len(fam['primary'])} primary "
+                     f"outcomes ({', '.join(fam['primary'])}) = {fam['size']} tests, "
+                     f"alpha {stats.ALPHA}/{fam['size']} = {fam['alpha']:.4g}")
+        for name, row in table.items():
+            if row["tier"] == tier:
+                m = row["mde_sigma"]
+                lines.append(f"  {name:<54} {row['paired_seeds']:>3} pairs  "
+                             + (f"MDE {m:7.2f} σ_d" if m is not None else "MDE undefined "
+                                "(fewer than 2 paired seeds)"))
+    return "\n".join(lines)
