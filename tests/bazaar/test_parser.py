@@ -148,3 +148,37 @@ def test_a_last_command_with_a_malformed_number_is_illegal_and_changes_nothing(
     obs, _, _, info = env.step(f"{verb} {number}")
     assert not info["legal"] and env.book.cash == start["cash"]
     assert env.book.inventory == start["inventory"] and env.book.debt == 0
+
+
+# Replies of reasoning models (verifiers PR #522): a command inside <think>…</think> is thought,
+# not played; the last command outside every reasoning block is the answer.
+@pytest.mark.parametrize("reply, action", [
+    # closed reasoning and nothing after it: no answer yet
+    ("<think>\nThe ask is cheap.\nbuy 3\n</think>", None),
+    # cut off by max_tokens mid-reasoning: the open block runs to the end
+    ("<think>\nThe ask is cheap.\nbuy 3", None),
+    # a chat template that opened the block in the prompt: only the closing tag comes back
+    ("The ask is cheap.\nbuy 3\n</think>", None),
+    # the answer, then more reasoning
+    ("pass\n<think>\nor rather\nsell 2\n</think>", Action("pass")),
+    ("<think>\nbuy 3\n</think>\nsell 1", Action("sell", qty=1)),
+    ("<THINKING>\nbuy 3\n</Thinking >\n**buy 2**", Action("buy", qty=2)),
+    ("The ask is cheap.\nbuy 9\n</think>\n\nbuy 1", Action("buy", qty=1)),
+    ("<think>a</think>\n<think>\nsell 4\n</think>\nquote 99 1 101 1",
+     Action("quote", bid=99.0, bid_size=1, ask=101.0, ask_size=1)),
+])
+def test_commands_inside_think_blocks_are_not_played(reply, action):
+    got = parse(reply)
+    if action is None:
+        assert isinstance(got, Illegal) and "outside your <think> reasoning" in got.reason
+    else:
+        assert got == action
+
+
+def test_the_engine_plays_the_answer_after_the_reasoning():
+    env = BazaarEnv(TIERS["micro"])
+    env.reset(1_000_000)
+    _, _, _, info = env.step("<think>\nbuy 1\n</think>")  # no answer: the free mistake
+    assert not info["legal"]
+    _, _, _, info = env.step("<think>\nsell 1\n</think>\npass")
+    assert info["legal"] and env.transcript[-1]["action"] == "pass"

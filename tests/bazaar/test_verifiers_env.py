@@ -106,3 +106,88 @@ def test_vf_eval_bazaar_against_a_local_openai_compatible_server(tmp_path):
     for o in outputs:
         expected = play("micro", int(o["info"]["seed"]), act)
         assert o["reward"] == pytest.approx(expected["reward"], abs=1e-12)
+
+
+def _evaluate(base_url, n=2, **server_kw):
+    import os
+
+    from verifiers.types import ClientConfig
+
+    env = load_environment(tier="micro", num_train_examples=0, num_eval_examples=n)
+    os.environ["BAZAAR_STUB_KEY"] = "not-a-real-key"
+    try:
+        config = ClientConfig(api_base_url=base_url, api_key_var="BAZAAR_STUB_KEY",
+                              max_retries=0, timeout=10)
+        return env.evaluate_sync(client=config, model="stub", num_examples=n,
+                                 rollouts_per_example=1)["outputs"]
+    finally:
+        os.environ.pop("BAZAAR_STUB_KEY", None)
+
+
+def _dead_url() -> str:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+
+
+def test_no_server_scores_every_rollout_errored_never_as_passes():
+    """Every model call fails: before the fix the missing turns replayed as passes and each
+    rollout scored ~1.2 with the full format bonus (pass@k 1.0)."""
+    outputs = _evaluate(_dead_url())
+    assert len(outputs) == 2
+    for o in outputs:
+        assert o["reward"] == 0.0
+        assert o["metrics"]["bazaar_errored"] == 1.0 and o["metrics"]["format_bonus"] == 0.0
+
+
+def test_rollout_scores_of_an_errored_state_are_zero():
+    from market_agents.bazaar.verifiers_env import rollout_scores
+
+    info = {"tier": "micro", "seed": 1_000_000}
+    assert rollout_scores(info, [], {"error": RuntimeError("no server")}) == {
+        "reward": 0.0, "score": 0.0, "format_bonus": 0.0, "errored": 1.0}
+    clean = rollout_scores(info, [], {"error": None})
+    assert clean["errored"] == 0.0 and clean["format_bonus"] > 0  # an empty replay passes
+
+
+def test_think_blocks_are_stripped_in_verifiers_rollouts():
+    from market_agents.bazaar.verifiers_env import replay_completion
+    from market_agents.testing.fakeserver import FakeAPI
+    from tests.support.bazaar import TOKENS, think_answer, think_only_answer
+
+    with FakeAPI(answer=think_answer, tokens=TOKENS) as api:
+        outputs = _evaluate(f"{api.url}/v1")
+    for o in outputs:  # the decoy inside <think> is not played
+        assert o["reward"] == pytest.approx(play("micro", int(o["info"]["seed"]), act)["reward"],
+                                            abs=1e-12)
+    with FakeAPI(answer=think_only_answer, tokens=TOKENS) as api:
+        outputs = _evaluate(f"{api.url}/v1")
+    for o in outputs:  # reasoning only, closed or cut off: nothing is played
+        rep = replay_completion("micro", int(o["info"]["seed"]), o["completion"])
+        assert rep["trades"] == 0 and o["metrics"]["format_bonus"] == 0.0
+
+
+def test_vf_eval_with_no_server_reports_zero_reward(tmp_path):
+    """The issue's command with nothing listening: every rollout errored, reward 0 (vf-eval's
+    own exit status is vf-eval's; the saved rewards are this adapter's)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    vf_eval = Path(sys.executable).parent / "vf-eval"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    result = subprocess.run(
+        [str(vf_eval), "bazaar", "-a", '{"tier": "micro"}', "-b", _dead_url(), "-m", "stub",
+         "-n", "2", "-r", "1", "-s", "-o", str(tmp_path / "out")],
+        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=600,
+    )
+    saved = list((tmp_path / "out").rglob("results.jsonl"))
+    assert saved, result.stdout[-3000:] + result.stderr[-3000:]
+    outputs = [json.loads(line) for line in saved[0].read_text().splitlines()]
+    assert len(outputs) == 2 and all(o["reward"] == 0.0 for o in outputs)
+    print("vf-eval exit status with no server:", result.returncode)

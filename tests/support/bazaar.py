@@ -40,3 +40,17 @@ def bazaar_server() -> FakeAPI:
 def act(state: dict) -> str:
     """The same rule, for playing an episode through the engine directly."""
     return reply(json.dumps(state))
+
+
+def think_answer(body: dict[str, Any], digest: bytes) -> str:
+    """``reply`` after a reasoning block that names another command (which must not count)."""
+    return f"<think>\nMaybe I should just\nsell 9\n</think>\n{answer(body, digest)}"
+
+
+def think_only_answer(body: dict[str, Any], digest: bytes) -> str:
+    """Reasoning and no answer: the command sits inside the block, closed on even turns and
+    cut off (no closing tag, as when max_tokens ends the reply) on odd ones."""
+    text = [t for role, t in messages(body) if role == "user"][-1]
+    turn = json.loads(text[text.index("{"):])["turn"]
+    inner = f"<think>\nThe ask looks cheap.\n{reply(text).splitlines()[-1]}"
+    return inner if turn % 2 else inner + "\n</think>"

@@ -4,6 +4,11 @@ its cache, pricing and USD caps, and write transcripts, scores and a summary.
 Episodes advance in lockstep: each round sends one request per unfinished episode in one
 ``complete_many`` batch, so the provider sees them concurrently and results come back in
 episode order. Every score is re-checked by replaying the transcript through the engine.
+
+An episode in which a turn got no answer (a call that failed after its retries, a budget halt)
+is *errored*: the model did not play that turn, so it is never scored as a ``pass``. Its score
+columns are empty, the means leave it out, and the summary counts errored episodes by class;
+when every episode errored the command exits 1.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import sys
+from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -113,10 +120,20 @@ def cmd_eval(args: argparse.Namespace,
         client.close()
     summary = write_outputs(Path(args.out), tier, args.provider, model, args.split, episodes,
                             usage)
+    errors = ", ".join(f"{k} {v}" for k, v in summary["errors_by_class"].items())
+    if not summary["scored"]:
+        print(f"ma bazaar eval: all {summary['episodes']} episode(s) errored ({errors}): no "
+              f"model answer for some turn, so nothing is scored (calls {usage['calls']}, "
+              f"failures {usage['failures']}, budget halts {usage['budget_halts']}) -> "
+              f"{args.out}", file=sys.stderr)
+        return 1
     print(f"{tier.name} {args.provider}/{model}: mean score {summary['score']:.4f} "
           f"(anchor {summary['anchor']} {summary['anchor_score']:.4f}), mean reward "
           f"{summary['reward']:.4f}, illegal {summary['illegal']}, calls {usage['calls']}, "
           f"cache hits {usage['cache_hits']}, usd {usage['usd_spent']:.4f} -> {args.out}")
+    if summary["errored"]:
+        print(f"  {summary['errored']} of {summary['episodes']} episode(s) errored ({errors}) "
+              "and are left out of the means")
     return 0
 
 
@@ -134,7 +151,8 @@ def evaluate(client, tier: Tier, provider: str, model: str, seeds: list[int], ll
 
     Returns:
         One episode record per seed: its scores, transcript, messages, calls, USD, invalid
-        messages, why it stopped early (if it did) and one usage row per LLM call.
+        messages, why it stopped early (if it did), whether it errored and one usage row per
+        LLM call. An errored episode (a turn without an answer) has None for every score.
     """
     envs = {s: BazaarEnv(tier) for s in seeds}
     system = system_prompt(tier)
@@ -176,22 +194,29 @@ def evaluate(client, tier: Tier, provider: str, model: str, seeds: list[int], ll
     out = []
     for s in seeds:
         ep, env = episodes[s], envs[s]
-        # Replaying the recorded messages must reproduce the score; an episode cut short by
-        # the budget is scored as if the remaining turns passed.
-        rep = replay(tier, s, ep["messages"])
-        if env.done and abs(rep["reward"] - env.summary()["reward"]) > 1e-12:
-            raise AssertionError(f"bazaar replay mismatch on seed {s}")
-        out.append({"seed": s, **{k: rep[k] for k in SCORE_KEYS}, "truncated": rep["truncated"],
-                    "stopped": ep["stopped"], "calls": ep["calls"], "usd": ep["usd"],
-                    "invalid_messages": ep["invalid"], "messages": ep["messages"],
-                    "transcript": rep["transcript"], "llm": ep["llm"]})
+        if ep["stopped"] is not None:
+            # A turn the model never answered is not its pass: playing the missing turns as
+            # passes scored a dead server 1.2 with the full format bonus. No score at all.
+            scores, truncated, transcript = dict.fromkeys(SCORE_KEYS), True, env.transcript
+        else:
+            # Replaying the recorded messages must reproduce the score.
+            rep = replay(tier, s, ep["messages"])
+            if env.done and abs(rep["reward"] - env.summary()["reward"]) > 1e-12:
+                raise AssertionError(f"bazaar replay mismatch on seed {s}")
+            scores, truncated, transcript = ({k: rep[k] for k in SCORE_KEYS}, rep["truncated"],
+                                             rep["transcript"])
+        out.append({"seed": s, **scores, "truncated": truncated, "stopped": ep["stopped"],
+                    "errored": ep["stopped"] is not None, "calls": ep["calls"],
+                    "usd": ep["usd"], "invalid_messages": ep["invalid"],
+                    "messages": ep["messages"], "transcript": transcript, "llm": ep["llm"]})
     return out
 
 
 def write_outputs(out: Path, tier: Tier, provider: str, model: str, split: str,
                   episodes: list[dict], usage: dict) -> dict:
     """Write transcripts.jsonl, scores.parquet and summary.json under ``out``; return the
-    summary (means, the tier's anchor on the same seeds, LLM usage).
+    summary: the means over the scored episodes (None when none is), the tier's anchor on
+    the same seeds, the errored episodes by class, LLM usage.
     """
     import polars as pl
 
@@ -205,21 +230,26 @@ def write_outputs(out: Path, tier: Tier, provider: str, model: str, split: str,
             for ep in episodes]
     write_parquet_atomic(out / "scores.parquet", pl.DataFrame(rows))
     seeds = [ep["seed"] for ep in episodes]
+    scored = [ep for ep in episodes if not ep["errored"]]
     anchor = HONEST_ANCHOR[tier.name]
-    anchor_eps = run_policy(tier.name, anchor, seeds)
+    # the anchor on the seeds the model was scored on, so the two means compare
+    anchor_eps = run_policy(tier.name, anchor, [ep["seed"] for ep in scored])
 
-    def mean(key, eps=episodes):
-        return sum(e[key] for e in eps) / len(eps)
+    def mean(key, eps=scored):
+        return sum(e[key] for e in eps) / len(eps) if eps else None
 
     summary = {
         "tier": tier.name, "provider": provider, "model": model, "split": split,
         "prompt_version": PROMPT_VERSION, "episodes": len(episodes), "seeds": seeds,
+        "scored": len(scored), "errored": len(episodes) - len(scored),
+        "errors_by_class": dict(sorted(Counter(
+            ep["stopped"] for ep in episodes if ep["errored"]).items())),
         "score": mean("score"), "reward": mean("reward"),
-        "score_min": min(e["score"] for e in episodes),
-        "illegal": sum(e["illegal"] for e in episodes),
-        "spam_ends": sum(e["termination"] == "spam" for e in episodes),
-        "defaults": sum(e["termination"] == "default" for e in episodes),
-        "stopped": sum(e["stopped"] is not None for e in episodes),
+        "score_min": min((e["score"] for e in scored), default=None),
+        "illegal": sum(e["illegal"] for e in scored),
+        "spam_ends": sum(e["termination"] == "spam" for e in scored),
+        "defaults": sum(e["termination"] == "default" for e in scored),
+        "stopped": len(episodes) - len(scored),
         "anchor": anchor, "anchor_score": mean("score", anchor_eps),
         "anchor_reward": mean("reward", anchor_eps),
         "usage": usage,

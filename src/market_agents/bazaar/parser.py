@@ -11,6 +11,11 @@ What counts as a command (docs/bazaar.md, "What counts as a command"):
   that starts like a number (``buy 3``, ``buy 1,000``, ``pass``). Prose that merely uses the
   words ("the only way to pass the bid", "buy low, sell high") is not a command, wherever it
   stands, so a reply that never issues one is unreadable, not a free ``pass``.
+- Reasoning is not an answer: ``<think>…</think>`` (or ``<thinking>…</thinking>``) blocks are
+  removed before the last command is read, and so is a block left open (a reply cut off
+  mid-reasoning) and everything before a closing tag that has no opening one (chat templates
+  that open the block in the prompt). A command that stands only inside reasoning is no
+  command.
 - Numbers are whole tokens: quantities and sizes are digits only, prices digits with at most
   one decimal point. Anything glued to a number (``1,000``, ``1e9``, ``1_000``, ``5k``,
   ``10%``) or following it on the line makes the command malformed, with the reason, never a
@@ -36,6 +41,9 @@ _VERB = re.compile(r"^(buy|sell|pass|quote)\b(.*)$", re.IGNORECASE)
 _NUMBER_START = re.compile(r"^\s+[-+.0-9]")
 _QTY = re.compile(r"[0-9]+")
 _PRICE = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+# A reasoning block, closed or left open to the end of the reply (cut off mid-thought).
+_THINK_BLOCK = re.compile(r"<(think|thinking)\s*>.*?(?:</\1\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+_THINK_CLOSE = re.compile(r"</(?:think|thinking)\s*>", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -83,16 +91,26 @@ def command_line(line: str) -> tuple[str, str] | None:
     return verb, rest.strip()
 
 
+def strip_reasoning(message: str) -> str:
+    """``message`` without its reasoning: every ``<think>``/``<thinking>`` block, closed or
+    left open to the end, and everything up to a closing tag that has no opening one."""
+    text = _THINK_BLOCK.sub("\n", message)
+    closes = list(_THINK_CLOSE.finditer(text))
+    return text[closes[-1].end():] if closes else text
+
+
 def parse(message: str) -> Action | Illegal:
-    """Parse the last command line of ``message``; never raises."""
+    """Parse the last command line of ``message`` outside its reasoning; never raises."""
     if not isinstance(message, str):
         return Illegal("message is not text")
     found = None
-    for line in message.splitlines():
+    answer = strip_reasoning(message)
+    for line in answer.splitlines():
         found = command_line(line) or found
     if found is None:
-        return Illegal(f"no command found; end your reply with one command on a line of its "
-                       f"own: {USAGE}")
+        where = " outside your <think> reasoning" if answer != message else ""
+        return Illegal(f"no command found{where}; end your reply with one command on a line "
+                       f"of its own: {USAGE}")
     return _arguments(*found)
 
 

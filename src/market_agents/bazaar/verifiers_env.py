@@ -6,6 +6,10 @@ removed ``MultiTurnEnv``). The engine never imports this module. Live play steps
 :class:`BazaarEnv` kept in the rollout state, but the reward does not trust it: it replays the
 assistant messages of the finished transcript through a fresh engine, so the reward is a pure
 function of (tier, seed, messages), whatever happened during the rollout.
+
+A rollout whose model call failed (verifiers sets ``state["error"]``: no server, a refused
+request) is errored, never a string of passes: reward, score and format bonus 0, and the
+``bazaar_errored`` metric 1, so ``vf-eval`` reports it apart.
 """
 
 from __future__ import annotations
@@ -42,6 +46,27 @@ def replay_completion(tier: str, seed: int, completion: Any) -> dict:
     engine (the rollout's state is not trusted).
     """
     return replay(tier, seed, assistant_messages(completion))
+
+
+def rollout_scores(info: dict, completion: Any, state: Any = None) -> dict[str, float]:
+    """The rubric's values for one finished rollout: ``reward``, ``score`` and
+    ``format_bonus`` from a replay of its assistant messages, and ``errored`` (0 or 1).
+
+    Args:
+        info: the row's info (``tier``, ``seed``).
+        completion: the rollout's completion (chat messages or a string).
+        state: the rollout state; one carrying an ``error`` (a model call that failed) is
+            errored: every value 0 but ``errored``, since the turns it never played are no
+            passes (replaying them as passes scored a dead server 1.2, format bonus in full).
+
+    Returns:
+        ``{"reward", "score", "format_bonus", "errored"}`` as floats.
+    """
+    if state is not None and state.get("error") is not None:
+        return {"reward": 0.0, "score": 0.0, "format_bonus": 0.0, "errored": 1.0}
+    rep = replay_completion(info["tier"], int(info["seed"]), completion)
+    return {"reward": float(rep["reward"]), "score": float(rep["score"]),
+            "format_bonus": float(rep["format_bonus"]), "errored": 0.0}
 
 
 def _rows(tier: Tier, seeds: list[int]) -> list[dict]:
@@ -82,20 +107,22 @@ def load_environment(tier: str = "micro", num_train_examples: int = 1000,
         async def drop_engine(self, state):
             state.pop("bazaar", None)
 
-    def _replayed(completion, info) -> dict:
-        return replay_completion(info["tier"], int(info["seed"]), completion)
+    # the rubric passes the rollout state to functions that take **kw: an errored rollout
+    # (state["error"]) scores 0 whatever its partial transcript says
+    def bazaar_reward(completion, info, state=None, **kw) -> float:
+        return rollout_scores(info, completion, state)["reward"]
 
-    def bazaar_reward(completion, info, **kw) -> float:
-        return float(_replayed(completion, info)["reward"])
+    def bazaar_score(completion, info, state=None, **kw) -> float:
+        return rollout_scores(info, completion, state)["score"]
 
-    def bazaar_score(completion, info, **kw) -> float:
-        return float(_replayed(completion, info)["score"])
+    def format_bonus(completion, info, state=None, **kw) -> float:
+        return rollout_scores(info, completion, state)["format_bonus"]
 
-    def format_bonus(completion, info, **kw) -> float:
-        return float(_replayed(completion, info)["format_bonus"])
+    def bazaar_errored(completion, info, state=None, **kw) -> float:
+        return rollout_scores(info, completion, state)["errored"]
 
-    rubric = vf.Rubric(funcs=[bazaar_reward, bazaar_score, format_bonus],
-                       weights=[1.0, 0.0, 0.0])
+    rubric = vf.Rubric(funcs=[bazaar_reward, bazaar_score, format_bonus, bazaar_errored],
+                       weights=[1.0, 0.0, 0.0, 0.0])
     train = Dataset.from_list(_rows(t, train_seeds(num_train_examples))) \
         if num_train_examples > 0 else None
     evalset = Dataset.from_list(_rows(t, eval_seeds(num_eval_examples))) \
