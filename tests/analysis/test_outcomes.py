@@ -158,10 +158,26 @@ def test_no_llm_rates_are_null(tmp_path):
 
 def test_write_outcomes_is_json_and_atomic(tmp_path):
     run = make_run(tmp_path / "r", *bubble_crash_path())
-    out = write_outcomes(run)
+    target, out = write_outcomes(run)
+    assert target == run / "outcomes.json"
     assert json.loads((run / "outcomes.json").read_text()) == out
     assert out["config_hash"] == "abc123" and out["seed"] == 1
+    assert out["thresholds"] == {"bubble_gap": 0.05, "bubble_ticks": 10, "crash_drop": 0.10,
+                                 "crash_ticks": 20, "var_order": 1, "horizon": 10}
     assert not list(run.glob(".*tmp"))
+
+
+@given(gap=st.sampled_from([0.03, 0.05, 0.08]), drop=st.sampled_from([0.07, 0.10, 0.15]),
+       ticks=st.integers(1, 30))
+def test_only_the_protocols_thresholds_write_outcomes_json(gap, drop, ticks):
+    """Any other thresholds name their own file, distinct per thresholds: re-scoring never
+    overwrites what gather reads."""
+    from market_agents.analysis.scoring import outcomes_name
+
+    th = Thresholds(bubble_gap=gap, bubble_ticks=ticks, crash_drop=drop)
+    name = outcomes_name(th)
+    assert (name == "outcomes.json") == (th == Thresholds())
+    assert name != outcomes_name(Thresholds(gap, ticks + 1, drop))
 
 
 def test_missing_file_is_named(tmp_path):
@@ -313,11 +329,12 @@ def test_two_asset_run_too_short_for_its_var(tmp_path, capsys):
     assert main(["run", "config/baseline.yaml", "--seed", "1", "--out", str(long_run),
                  "--set", "simulation.ticks=150", "--set", "fundamentals.n_assets=2",
                  "--set", "fundamentals.factor_loading=[0.7, 0.7]"]) == 0
-    assert main(["outcomes", str(long_run), "--var-order", "40"]) == 0
-    out = json.loads((long_run / "outcomes.json").read_text())
+    assert main(["outcomes", str(long_run), "--var-order", "40"]) == 0  # beside outcomes.json
+    out = json.loads((long_run / "outcomes_bubble0.05x10_crash0.1x20_var40_h10.json").read_text())
     assert out["spillover_dy"] is None and "VAR(40) (needs 122)" in out["notes"]
     assert main(["outcomes", str(long_run), "--var-order", "2"]) == 0
-    assert json.loads((long_run / "outcomes.json").read_text())["spillover_dy"] is not None
+    assert json.loads((long_run / "outcomes_bubble0.05x10_crash0.1x20_var2_h10.json")
+                      .read_text())["spillover_dy"] is not None
     capsys.readouterr()
 
 

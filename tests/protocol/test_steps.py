@@ -80,7 +80,7 @@ def test_ma_cell_then_outcomes_then_gather(tmp_path, monkeypatch, capsys):
     assert ma(["cell", str(path), "share_25", "--seed", "1"]) == 0
     run = Path("results/runs/tiny/share_25/seed0001")
     assert (run / "manifest.json").exists() and not (run / "outcomes.json").exists()
-    assert ma(["outcomes", str(run), "--bubble", "0.03:5", "--crash", "0.07:20"]) == 0
+    assert ma(["outcomes", str(run)]) == 0  # at the protocol's thresholds: outcomes.json
     assert ma(["gather", str(path)]) == 2  # three runs are missing
     assert "3 run(s) have no outcomes.json" in capsys.readouterr().err
     assert ma(["gather", str(path), "--allow-missing"]) == 0
@@ -233,3 +233,36 @@ def test_gather_and_sensitivity_name_missing_runs(tmp_path):
     shutil.rmtree(run_dir("tiny", "share_0", 1, root=root))
     with pytest.raises(MissingRuns, match="1 run"):
         sensitivity(design, sensitivity_grid(), root=root)
+
+
+def test_rescoring_at_other_thresholds_never_touches_what_gather_reads(tmp_path, monkeypatch,
+                                                                      capsys):
+    """`ma outcomes RUN --bubble 0.03` writes beside the run's outcomes.json (with the
+    thresholds it used); `ma gather` then gives the same outcomes.parquet byte for byte; an
+    outcomes.json scored at other thresholds (an older ma outcomes overwrote it) is refused in
+    one line, never mixed into the table."""
+    path = tiny_design(tmp_path, live=False)
+    monkeypatch.chdir(tmp_path)
+    assert ma(["design", str(path), "--workers", "2", "--quiet"]) == 0
+    gathered = Path("results/runs/tiny/outcomes.parquet")
+    before = gathered.read_bytes()
+    run = run_dir("tiny", "share_25", 1)
+    original = (run / "outcomes.json").read_bytes()
+    assert json.loads(original)["thresholds"]["bubble_gap"] == 0.05
+    capsys.readouterr()
+    assert ma(["outcomes", str(run), "--bubble", "0.03:10"]) == 0
+    beside = run / "outcomes_bubble0.03x10_crash0.1x20_var1_h10.json"
+    assert str(beside) in capsys.readouterr().out
+    assert json.loads(beside.read_text())["thresholds"]["bubble_gap"] == 0.03
+    assert (run / "outcomes.json").read_bytes() == original
+    assert ma(["gather", str(path)]) == 0
+    assert gathered.read_bytes() == before
+    # An outcomes.json that was scored at other thresholds stops the gather, naming it.
+    (run / "outcomes.json").write_bytes(beside.read_bytes())
+    capsys.readouterr()
+    assert ma(["gather", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "share_25/seed0001/outcomes.json: scored at other thresholds" in err
+    assert "bubble_gap 0.03 not 0.05" in err
+    assert gathered.read_bytes() == before

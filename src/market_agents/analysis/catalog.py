@@ -15,7 +15,11 @@ EST = ("Estimator (pre-registered): the mean over seeds of the paired difference
        "y(control, s), the control run having the same seed (common random numbers); SE = SD of "
        "the differences / sqrt(n); 95 % Student t interval; 95 % percentile bootstrap over seeds "
        "(9,999 resamples, fixed seed 20261027); two-sided t-test p; Holm adjustment within the "
-       "family; treated and control means over the paired seeds. A seed without its control run "
+       "family over its cells x the design's primary outcomes ('role' primary; every other "
+       "outcome is 'secondary': unadjusted, no p_holm, exploratory); treated and control means "
+       "over the paired seeds. A row without an interval says why in 'not_estimable' (no "
+       "paired seeds, one pair, or no variation: every paired difference equal). A seed "
+       "without its control run "
        "(or with the outcome undefined in either) is dropped and listed in 'dropped'. In a "
        "confirmatory design the pilot seeds 1-3 never enter an estimate. Statistics: scipy.stats.")
 
@@ -43,16 +47,19 @@ ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("primary_estimates", "table", "Primary estimates per tier",
              "Every cell against share_0 (leverage_0 for the E5 interaction "
              "(leverage_25 - leverage_0) - (share_25 - share_0), estimated seed by seed), for "
-             "every paper outcome; one Holm family per tier; 'mde': the minimum detectable "
-             "effect of the freeze (freeze.json), or, where named in the mde source note, one "
-             "computed the same way from the rehearsed pilot. " + EST),
+             "every paper outcome; one Holm family per tier (its contrasts x its primary "
+             "outcomes); 'mde': the minimum detectable effect of the freeze (freeze.json: the "
+             "paired t test on n - 1 df at power 0.8, at the family's Holm level for a primary "
+             "outcome), or, where named in the mde source note, one computed the same way from "
+             "the rehearsed pilot. " + EST),
     Artifact("dose_response", "table", "Dose-response over the LLM share",
              "The share cells (phi in {0, 0.01, 0.05, 0.10, 0.25, 0.50, 0.75, 1.0}) from the "
              "primary estimates: treated mean and paired difference against share_0 with its "
              "95 % t interval; phi = 0 is the control itself. " + EST),
     Artifact("mechanisms", "table", "Mechanisms against share_25",
              "The mechanism cells (memory_25, channel_25, leverage_25, breaker_25, poslimit_25) "
-             "against share_25, seed by seed; one Holm family. " + EST),
+             "against share_25, seed by seed; one Holm family over the T4 primary outcomes. "
+             + EST),
     Artifact("mechanism_activity", "table", "Mechanism activity",
              "Per cell, the mean per run of the mechanism-activity outcomes (halts, halted ticks, "
              "rejects by reason, margin calls, forced-sale volume, channel messages sent and "
@@ -60,7 +67,8 @@ ARTIFACTS: tuple[Artifact, ...] = (
              "switches on with the seeds in which each acted, and a flag for a mechanism that "
              "never acted in any seed (outcomes.parquet: mechanisms, mechanisms_idle)."),
     Artifact("diversity", "table", "Diversity and model mix against share_25 (T2)",
-             "diverse_25, mix_25 and mini_25 against share_25, seed by seed; one Holm family. "
+             "diverse_25, mix_25 and mini_25 against share_25, seed by seed; one Holm family over "
+             "the T2 primary outcomes. "
              + EST),
     Artifact("model_mix", "table", "Model mix per cell",
              "Per cell and model (llm_decisions.parquet): decisions, share of the cell's "

@@ -7,6 +7,7 @@ Kept apart from ``outcomes.py`` so the frozen scoring code does no I/O.
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -27,20 +28,44 @@ def _finite(value: Any) -> Any:
     return value
 
 
+# outcomes.json's record of the thresholds it was scored at (gather checks it, then drops it).
+THRESHOLDS_KEY = "thresholds"
+
+
 def score_run(path: str | Path, th: Thresholds | None = None) -> dict[str, Any]:
-    """Outcomes of the run at ``path`` plus its provenance (seed, config_hash)."""
+    """Outcomes of the run at ``path`` plus its provenance (seed, config_hash) and the
+    thresholds they were scored at (``thresholds``)."""
     run = load_run(path)
+    th = th or Thresholds()
     out = {k: _finite(v) for k, v in score(run, th).items()}
     out["seed"] = run.manifest.get("seed")
     out["config_hash"] = run.manifest.get("config_hash")
+    out[THRESHOLDS_KEY] = asdict(th)
     return out
 
 
-def write_outcomes(path: str | Path, th: Thresholds | None = None) -> dict[str, Any]:
-    """Score the run at ``path`` into ``<path>/outcomes.json`` (atomic) and return the values."""
+def outcomes_name(th: Thresholds | None = None) -> str:
+    """The file a run's outcomes at ``th`` go to: ``outcomes.json`` at the protocol's
+    thresholds (§5.1: what gather and the paper read), else a file beside it named by the
+    thresholds, e.g. ``outcomes_bubble0.03x10_crash0.1x20_var1_h10.json``, so re-scoring never
+    overwrites the run's outcomes."""
+    th = th or Thresholds()
+    if th == Thresholds():
+        return OUTCOMES_FILE
+    return (f"outcomes_bubble{th.bubble_gap:g}x{th.bubble_ticks}_crash{th.crash_drop:g}x"
+            f"{th.crash_ticks}_var{th.var_order}_h{th.horizon}.json")
+
+
+def write_outcomes(path: str | Path, th: Thresholds | None = None) -> tuple[Path, dict[str, Any]]:
+    """Score the run at ``path`` into ``<path>/<outcomes_name(th)>`` (atomic).
+
+    Returns:
+        (the file written, the values).
+    """
     out = score_run(path, th)
-    write_json_atomic(Path(path) / OUTCOMES_FILE, out)
-    return out
+    target = Path(path) / outcomes_name(th)
+    write_json_atomic(target, out)
+    return target, out
 
 
 def episodes_at(run: RunFiles, grid: list[Thresholds]) -> list[dict[str, Any]]:

@@ -74,8 +74,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "outcomes", help="score a saved run into outcomes.json",
         description="Read only RUN_DIR's parquet files, manifest and config, compute every "
-        "outcome (definitions: market_agents.analysis.outcomes) and write RUN_DIR/outcomes.json "
-        "atomically.")
+        "outcome (definitions: market_agents.analysis.outcomes) and write them atomically, with "
+        "the thresholds used: at the protocol's thresholds to RUN_DIR/outcomes.json (what "
+        "`ma gather` and the paper read); at any other thresholds to a file beside it named by "
+        "them (e.g. outcomes_bubble0.03x10_crash0.1x20_var1_h10.json), so re-scoring never "
+        "overwrites the run's outcomes.")
     p.add_argument("run_dir",
                    help="a run directory, e.g. results/runs/exploratory/share_25/seed0001")
     add_threshold_args(p)
@@ -84,7 +87,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Score a saved run directory into its outcomes.json at the given thresholds.
+    """Score a saved run directory at the given thresholds (``outcomes.json`` at the protocol's;
+    a file beside it at any others).
 
     Args:
         args: the parsed arguments of ``ma outcomes`` (``ma outcomes --help`` lists them).
@@ -101,9 +105,9 @@ def main(args: argparse.Namespace) -> int:
     """
     from market_agents.analysis.scoring import write_outcomes
 
-    out = write_outcomes(args.run_dir, thresholds(args))
+    target, out = write_outcomes(args.run_dir, thresholds(args))
     if args.show:
         print(json.dumps(out, indent=1, sort_keys=True))
     else:
-        print(f"wrote {args.run_dir}/outcomes.json ({len(out)} values)")
+        print(f"wrote {target} ({len(out) - 1} values)")
     return 0

@@ -7,6 +7,7 @@ simulate (one cell x seed into its run_dir) -> score (outcomes.json) -> gather
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from itertools import product
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ from market_agents.analysis.outcomes import (
     SENSITIVITY_CRASH_DROPS,
     Thresholds,
 )
-from market_agents.analysis.scoring import episodes_at, load_run, write_outcomes
+from market_agents.analysis.scoring import THRESHOLDS_KEY, episodes_at, load_run, write_outcomes
 from market_agents.atomic import write_parquet_atomic
 from market_agents.errors import ConfigError, MarketAgentsError
 from market_agents.protocol.design import (
@@ -201,6 +202,7 @@ def gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
     ``tier`` only the runs of that tier's cells and of the ``control`` cell (whatever its tier:
     the share_0 of T1 is every tier's control)."""
     rows, missing = [], []
+    protocol = asdict(Thresholds())
     cells = None
     if tier is not None:
         if tier not in TIERS:
@@ -222,6 +224,12 @@ def gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
         config = design.cell_config(cell, mock)
         labels = {f"treatment_{k}": v for k, v in config.treatment.items()}
         out = read_json(path / OUTCOMES_FILE)
+        scored_at = out.pop(THRESHOLDS_KEY, None)  # None: written before it was recorded
+        if scored_at is not None and scored_at != protocol:
+            raise ConfigError(
+                f"{path / OUTCOMES_FILE}: scored at other thresholds than the protocol's "
+                f"({_differ(scored_at, protocol)}): one outcomes.parquet never mixes "
+                f"thresholds; score it again (`ma outcomes {path}`)")
         rows.append({"design": design.name, "cell": cell, "tier": design.cell(cell).tier,
                      "seed": seed, "mock": mock, "llm_share": config.population.llm_share,
                      **labels, **out})
@@ -237,6 +245,10 @@ def gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
     if not rows:
         return pl.DataFrame()
     return pl.DataFrame(rows, infer_schema_length=None).sort("cell", "seed")
+
+
+def _differ(a: dict[str, Any], b: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {a.get(k)} not {b[k]}" for k in b if a.get(k) != b[k])
 
 
 def write_gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
