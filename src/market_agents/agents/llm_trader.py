@@ -11,12 +11,14 @@ ids deals its slots to them in equal shares (:func:`split_models`).
 from __future__ import annotations
 
 import functools
+import hashlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from market_agents import rng as streams_mod
+from market_agents.core import canonical_json
 from market_agents.errors import ConfigError, MarketAgentsError
 from market_agents.llm import prompting, schema
 from market_agents.llm.client import LLMClient, is_valid_entry
@@ -134,6 +136,51 @@ def split_models(slots: list[int], models: list[str], streams: streams_mod.Strea
     return {int(s): models[(first + i) % k] for i, s in enumerate(order)}
 
 
+def prompt_rules(config) -> dict[str, Any]:
+    """The run's rules as the system prompt states them (``prompting.system_text``): session
+    length and decision interval (ticks), tick size (currency units), order lifetime (ticks) and
+    the number of assets."""
+    return {"ticks": config.simulation.ticks,
+            "decision_interval": config.simulation.decision_interval,
+            "tick_size": config.exchange.tick_size, "order_ttl": config.exchange.order_ttl,
+            "n_assets": config.fundamentals.n_assets}
+
+
+# A fixed market state the prompt is rendered on for its identity: every part of the messages
+# (the rules, each persona, the snapshot's fields, a memory line, a cohort message, the frame).
+_PROBE = {"tick": 0, "cash": 1000.0, "wealth": 2000.0,
+          "assets": [{"asset": 0, "public_value": 100.0, "last_price": 100.0, "mid_price": 100.0}]}
+_PROBE_MEMORY = [{"tick": 0, "action": "buy", "qty": 1, "price": 100.0, "filled": 1}]
+_PROBE_CHANNEL = [{"peer": 0, "tick": 0, "message": "probe"}]
+
+
+def prompt_identity(config) -> dict[str, str]:
+    """What identifies the prompt and the answer schema a run's LLM traders get, beyond their
+    labels (``prompt_version``): ``prompt_sha256``, the SHA-256 of the messages rendered on a
+    fixed probe state for every persona of the run's prompt set, with its rules, memory and
+    channel as configured (any change to the text, the snapshot's fields or the frame changes
+    it, whatever the label says); ``schema_sha256``, of the answer schema for the run's assets
+    and the limit-price band (canonical JSON).
+
+    Args:
+        config: the run's validated config.
+    """
+    llm = config.population.llm
+    rules = prompt_rules(config)
+    probe = {**_PROBE, "assets": [{**_PROBE["assets"][0], "asset": i}
+                                  for i in range(rules["n_assets"])]}
+    rendered = [[m.role, m.content]
+                for persona in prompting.personas(llm.prompt_set)
+                for m in prompting.build_messages(
+                    probe, rules, llm.prompt_set, persona,
+                    _PROBE_MEMORY if llm.memory else None,
+                    _PROBE_CHANNEL if llm.channel else None, llm.prompt_version)]
+    answer = {"schema": schema.decision_schema(rules["n_assets"]),
+              "price_band": list(schema.PRICE_BAND)}
+    return {"prompt_sha256": hashlib.sha256(canonical_json(rendered).encode()).hexdigest(),
+            "schema_sha256": hashlib.sha256(canonical_json(answer).encode()).hexdigest()}
+
+
 class LLMTraderPool:
     """The LLM traders of one run: assigns each LLM slot a route, model and prompt, asks the
     :class:`LLMClient` for every decision due at a tick in one batch (or replays the frozen
@@ -165,10 +212,8 @@ class LLMTraderPool:
             self.nn: list[float] = []
         self.client = None if self.library else (client or LLMClient.from_settings(llm,
                                                                                    cache_path))
-        self.rules = {"ticks": config.simulation.ticks,
-                      "decision_interval": config.simulation.decision_interval,
-                      "tick_size": config.exchange.tick_size,
-                      "order_ttl": config.exchange.order_ttl, "n_assets": self.n_assets}
+        self.rules = prompt_rules(config)
+        self.identity = prompt_identity(config)
         # One parse for every answer of the run: the client, the cache and this pool agree on
         # which answers are valid (the engine can act on them).
         self.parse = functools.partial(parse_order, n_assets=self.n_assets,
@@ -440,6 +485,8 @@ class LLMTraderPool:
                 is_valid_entry(e) for row, key in zip(self.rows, self.keys, strict=True)
                 if row["valid"] is not None and (e := cache.get(key)) is not None),
             "prompt_version": self.llm.prompt_version,
+            **self.identity,
+            "answers_recorded": self._answer_dates(),
             "structured_output": {r: self.llm.structured_output(r) for r in self.llm.routes()},
             "price_assumptions": self.client.prices.assumptions(models),
             "llm_usage": self.client.usage_summary(),
@@ -449,6 +496,20 @@ class LLMTraderPool:
                            "structured_output": self.llm.structured_output(a["route"])}
                           for s, a in sorted(self.assignment.items())],
         }
+
+    def _answer_dates(self) -> dict[str, str] | None:
+        """The first and last UTC date (YYYY-MM-DD) on which the answers this run used were
+        recorded, from their cache entries (None without a cache, or when no answer was
+        used). Read from the record, not the clock, so a replay writes the same manifest; the
+        model cards' "dates used" come from here."""
+        cache = self.client.cache if self.client is not None else None
+        if cache is None:
+            return None
+        dates = sorted({str(e["recorded_at"])[:10] for row, key in zip(self.rows, self.keys,
+                                                                           strict=True)
+                        if row["valid"] is not None and (e := cache.get(key)) is not None
+                        and e.get("recorded_at")})
+        return {"first": dates[0], "last": dates[-1]} if dates else None
 
     def close(self) -> None:
         """Close the LLM client (and its cache)."""

@@ -71,17 +71,20 @@ def deviations_md(logged: list[dict[str, Any]], log_path: str, mock_note: str | 
     return "\n".join(lines) + "\n"
 
 
-def model_cards_md(uses: pl.DataFrame, prices: dict[str, Any], hashes: dict[str, str],
-                   mock_note: str | None) -> str:
+def _listed(column: pl.Series) -> str:
+    values = sorted({v for v in column.to_list() if v})
+    return ", ".join(f"`{v}`" for v in values) or "not recorded (runs made before hashes)"
+
+
+def model_cards_md(uses: pl.DataFrame, prices: dict[str, Any], mock_note: str | None) -> str:
     """One card per (provider, model) used by the design's runs.
 
     Args:
         uses: one row per run and route/model: cell, seed, route, kind (the provider that
-            answered), model, decisions, prompt_version, date (YYYY-MM-DD), effort,
-            max_output_tokens, temperature.
+            answered), model, decisions, prompt_version, prompt_sha256 and schema_sha256 (the
+            run manifest's: the prompt and schema as sent), first_date and date (YYYY-MM-DD:
+            when the run's answers were recorded), effort, max_output_tokens, temperature.
         prices: ``config/prices.yaml`` as a dict (``models`` -> rows with date and source).
-        hashes: ``prompting.py`` and ``schema.py`` SHA-256 (``prompt``, ``schema``) and
-            ``schema_json`` (SHA-256 of the decision schema's canonical JSON).
         mock_note: when set (a rehearsal), a bold line saying the mock answered under these
             model ids, priced as live; None for live answers.
     """
@@ -89,9 +92,9 @@ def model_cards_md(uses: pl.DataFrame, prices: dict[str, Any], hashes: dict[str,
     if mock_note:
         lines += [f"**{mock_note}: the provider that answered is the mock, under the model ids "
                   "below, priced as live.**", ""]
-    lines += [f"Prompt code `llm/prompting.py` SHA-256 `{hashes.get('prompt', '')}`; schema code "
-              f"`llm/schema.py` SHA-256 `{hashes.get('schema', '')}`; decision schema (canonical "
-              f"JSON) SHA-256 `{hashes.get('schema_json', '')}`.", ""]
+    lines += ["Prompt and schema SHA-256 are those the runs' manifests record (the messages "
+              "rendered on a fixed probe state, and the answer schema); dates are those on "
+              "which the answers were recorded (the cache entries).", ""]
     if uses.is_empty():
         return "\n".join([*lines, "No LLM model was used by this design's runs.", ""])
     table = prices.get("models", {})
@@ -99,14 +102,16 @@ def model_cards_md(uses: pl.DataFrame, prices: dict[str, Any], hashes: dict[str,
     for (route, kind, model), g in sorted(uses.group_by("route", "kind", "model"),
                                           key=lambda kv: kv[0]):
         row = table.get(model, {})
-        dates = sorted(d for d in g["date"].unique().to_list() if d)
+        dates = sorted(d for d in [*g["first_date"].to_list(), *g["date"].to_list()] if d)
+
         settings = g.select("effort", "max_output_tokens", "temperature").unique().sort(
             pl.all(), nulls_last=True)
         lines += [f"## {model} ({route})", "",
                   f"- provider: {row.get('provider', '?')} (route `{route}`, answered by "
                   f"`{kind}`)",
                   f"- model id: `{model}`",
-                  f"- dates used: {dates[0]} to {dates[-1]}" if dates else "- dates used: unknown",
+                  f"- dates used: {dates[0]} to {dates[-1]}" if dates else "- dates used: not "
+                  "recorded (the runs' answers came from no response cache)",
                   f"- cells: {', '.join(sorted(g['cell'].unique().to_list()))}; runs: "
                   f"{g.select('cell', 'seed').unique().height}; decisions: "
                   f"{int(g['decisions'].sum()):,}",
@@ -119,5 +124,7 @@ def model_cards_md(uses: pl.DataFrame, prices: dict[str, Any], hashes: dict[str,
                       f"{'provider default' if t is None else t}"
                       for e, m, t in settings.iter_rows()),
                   f"- prompt version: {', '.join(sorted(set(g['prompt_version'].drop_nulls())))}",
+                  f"- prompt SHA-256: {_listed(g['prompt_sha256'])}",
+                  f"- answer schema SHA-256: {_listed(g['schema_sha256'])}",
                   ""]
     return "\n".join(lines)

@@ -248,13 +248,15 @@ def market_fundamentals(config) -> dict[str, Any]:
 def fingerprint(design) -> dict[str, Any]:
     """The confirmatory design as a whole, as data: what a changed design changes.
 
-    ``base_config_hash``, per cell its tier, seeds, treatment, unavailable reason and the
+    ``base_config_hash``, per cell its tier, seeds, treatment, unavailable reason, the
+    SHA-256 of the prompt and answer schema its LLM traders get (``prompt_identity``) and the
     config_hash of its resolved config (overrides, caps such as ``usd_cap``, the base; an
     equal-USD cell's cap is the freeze's ``equal_usd`` record, so its rule is hashed), the
     budget block (cap, reserves, tier budgets), the planning rates, the price-table rows of
     every live model (the prices used), and the analysis declared: each tier's primary outcomes
     (its Holm family) and the smallest effects of interest.
     """
+    from market_agents.agents.llm_trader import prompt_identity
     from market_agents.config import config_hash
     from market_agents.llm.pricing import load_prices
 
@@ -273,6 +275,10 @@ def fingerprint(design) -> dict[str, Any]:
                 config.population.llm.usd_cap = 0.0
                 entry["equal_usd_of"] = c.equal_usd_of
             entry["config_hash"] = config_hash(config)
+            if config.population.n_llm and not config.population.llm.frozen_library:
+                # the prompt and schema as sent, not their labels: an edit that keeps
+                # prompt_version changes these
+                entry.update(prompt_identity(config))
             if design.is_live(name):
                 llm = config.population.llm
                 models |= {m for r in llm.paid_routes() for m in llm.model_ids(r)}

@@ -10,11 +10,9 @@ be gone): a cell's burn-in and model settings come from the design, which made t
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,6 @@ from market_agents.analysis.paper import build, representative_seeds
 from market_agents.analysis.scoring import episodes_at
 from market_agents.analysis.tables import PaperData
 from market_agents.config import read_yaml
-from market_agents.core import canonical_json
 from market_agents.errors import ConfigError
 from market_agents.protocol import gate
 from market_agents.protocol.design import RESULTS, Design, design_dir, load_design, run_dir
@@ -70,11 +67,12 @@ def mock_note(design: Design, rehearsal: bool) -> str | None:
     return None if live else "Mock-based (no live cell in this design)"
 
 
-def _date(manifest: dict[str, Any], path: Path) -> str:
-    for key in ("date", "started", "started_at", "created_at"):
-        if manifest.get(key):
-            return str(manifest[key])[:10]
-    return datetime.fromtimestamp(path.stat().st_mtime, UTC).strftime("%Y-%m-%d")
+def _dates(manifest: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The first and last date the run's answers were recorded (its manifest's
+    ``answers_recorded``, read from the cache entries); (None, None) when it does not say. Never
+    a file's modification time, which any copy or touch changes."""
+    rec = manifest.get("answers_recorded") or {}
+    return rec.get("first"), rec.get("last")
 
 
 def _read_parquet(path: Path, columns: list[str] | None = None) -> pl.DataFrame:
@@ -104,7 +102,8 @@ def read_runs(design: Design, outcomes: pl.DataFrame, rehearsal: bool, root: Pat
         llm = config.population.llm
         usage = manifest.get("llm_usage") or {}
         lib = manifest.get("library") or {}
-        runs.append({"cell": cell, "seed": seed, "date": _date(manifest, path / MANIFEST_FILE),
+        first, last = _dates(manifest)
+        runs.append({"cell": cell, "seed": seed, "date": last,
                      "usd_spent": float(usage.get("usd_spent") or 0.0),
                      **{k: lib.get(k) for k in ("nn_median", "nn_p90", "loo_nn_p90",
                                                 "out_of_support")}})
@@ -119,7 +118,9 @@ def read_runs(design: Design, outcomes: pl.DataFrame, rehearsal: bool, root: Pat
                              "kind": llm.kind(route) if route in llm.provider_mix else route,
                              "model": model, "decisions": g.height,
                              "prompt_version": manifest.get("prompt_version"),
-                             "date": _date(manifest, path / MANIFEST_FILE),
+                             "prompt_sha256": manifest.get("prompt_sha256"),
+                             "schema_sha256": manifest.get("schema_sha256"),
+                             "first_date": first, "date": last,
                              "effort": llm.reasoning_effort,
                              "max_output_tokens": llm.max_output_tokens,
                              "temperature": llm.temperature})
@@ -130,6 +131,7 @@ def read_runs(design: Design, outcomes: pl.DataFrame, rehearsal: bool, root: Pat
             ticks[cell] = (tick_frame, manifest)
     use_schema = {"cell": pl.Utf8, "seed": pl.Int64, "route": pl.Utf8, "kind": pl.Utf8,
                   "model": pl.Utf8, "decisions": pl.Int64, "prompt_version": pl.Utf8,
+                  "prompt_sha256": pl.Utf8, "schema_sha256": pl.Utf8, "first_date": pl.Utf8,
                   "date": pl.Utf8, "effort": pl.Utf8, "max_output_tokens": pl.Int64,
                   "temperature": pl.Float64}
     return {
@@ -211,18 +213,6 @@ def read_mde(design: Design, pilot: dict | None, rehearsal: bool,
     return {}, "none (no freeze.json and no pilot σ̂_d)"
 
 
-def hashes() -> dict[str, str]:
-    """The SHA-256 of the frozen prompt and schema code, and of the decision schema's
-    canonical JSON (for the model cards).
-    """
-    from market_agents.llm.schema import decision_schema
-    from market_agents.protocol.freeze import frozen_hashes
-
-    frozen = frozen_hashes()
-    return {"prompt": frozen["llm/prompting.py"], "schema": frozen["llm/schema.py"],
-            "schema_json": hashlib.sha256(canonical_json(decision_schema()).encode()).hexdigest()}
-
-
 def load(target: str, designs_dir: Path, roles: Roles, root: Path = RESULTS,
          progress: Callable[[str], Any] | None = None) -> tuple[PaperData, dict[str, str], list]:
     """The paper's data for ``target`` (a design name, or ``rehearse_<design>``), the texts
@@ -266,7 +256,7 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = RESULTS,
         primary={t: design.primary(t) for t in design.tiers}, ticks=read["ticks"])
     inputs += [str(p) for p in (sigma_path, log) if p.exists()] + pilot_inputs
     texts = {"model_cards.md": cards.model_cards_md(read["uses"], read_yaml(design.prices_path),
-                                                    hashes(), note),
+                                                    note),
              "deviations.md": cards.deviations_md(logged, str(log), note)}
     return data, texts, inputs
 
