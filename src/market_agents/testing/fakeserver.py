@@ -186,7 +186,7 @@ class FakeAPI:
             ``status: failed`` under HTTP 200), ``quota`` (429 insufficient_quota; Anthropic's
             400 "credit balance is too low"), ``400``, ``401``, ``403``, ``404``, ``trickle``
             (a good answer whose body, padded with spaces, comes 12 bytes every ``trickle_s``
-            seconds over ``hang_s`` seconds in all; ``dropped`` counts the clients that hung
+            seconds over at least ``hang_s`` seconds; ``dropped`` counts the clients that hung
             up before its end).
         first_attempt_fail_rate: share of first attempts answered 429 or 500.
         log_path: one JSON line per request (never the key).
@@ -531,8 +531,8 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
 
         def _trickle(self, payload: bytes) -> bool:
             """A 200 whose body comes TRICKLE_CHUNK bytes every ``trickle_s`` seconds, padded
-            with spaces (still JSON) to take ``hang_s`` seconds: no single read waits long,
-            the whole body does. False when the client hung up first."""
+            with spaces (still JSON) to take at least ``hang_s`` seconds: no single read waits
+            long, the whole body does. False when the client hung up first."""
             chunks = max(1, round(api.hang_s / api.trickle_s))
             payload = payload.ljust(chunks * TRICKLE_CHUNK)
             try:
