@@ -280,10 +280,21 @@ def fairness(data: PaperData) -> pl.DataFrame | Skip:
         return Skip(f"needs both {' and '.join(FAIRNESS_CELLS)} "
                     f"(has: {', '.join(present) or 'none'})")
     o = data.outcomes.filter(pl.col("cell").is_in(present))
-    cols = [c for c in ("llm_decisions_per_agent", "llm_usd", "llm_budget_halts",
+    if {"n_llm_decisions", "llm_budget_halts", "n_llm_agents"} <= set(o.columns):
+        # Opportunities are equal by design; what the treatment changes is how many of them
+        # got an answer before the per-run USD cap halted the rest.
+        agents = pl.col("n_llm_agents").cast(pl.Float64)
+        held = pl.col("llm_budget_halts") + (pl.col("llm_decision_cap_holds") if (
+            "llm_decision_cap_holds" in o.columns) else 0)
+        o = o.with_columns(
+            ((pl.col("n_llm_decisions") - held) / agents).alias("decisions_made_per_agent"),
+            (pl.col("llm_budget_halts") / agents).alias("budget_halted_per_agent"))
+    cols = [c for c in ("llm_decisions_per_agent", "decisions_made_per_agent",
+                        "budget_halted_per_agent", "llm_usd", "llm_budget_halts",
                         "llm_valid_rate") if c in o.columns]
     levels = o.group_by("cell", maintain_order=True).agg(
-        pl.len().alias("runs"), *[pl.col(c).cast(pl.Float64).mean() for c in cols])
+        pl.len().alias("runs"), *[pl.col(c).cast(pl.Float64).mean() for c in cols]).rename(
+        {"llm_decisions_per_agent": "opportunities_per_agent"}, strict=False)
     equal_usd, equal_dec = FAIRNESS_CELLS[1], FAIRNESS_CELLS[0]
     est = stats.estimates(data.outcomes, [Contrast(equal_usd, "fairness", {equal_usd: 1},
                                                    {equal_dec: 1})],

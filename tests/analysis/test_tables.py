@@ -1,0 +1,39 @@
+"""The paper's tables on hand-made frames: what a referee reads in each row."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from market_agents.analysis import tables
+from market_agents.analysis.tables import PaperData
+
+
+def _data(rows: list[dict]) -> PaperData:
+    outcomes = pl.DataFrame(rows)
+    plan = pl.DataFrame({"cell": ["mini_25", "mini_25_equalusd"], "tier": ["T2", "T5"]})
+    return PaperData(design="confirmatory", rehearsal=False, mock_note=None, confirmatory=True,
+                     outcomes=outcomes, plan=plan)
+
+
+def test_fairness_shows_decisions_made_and_budget_halted_per_agent():
+    """Equal-USD stops answers at the cap: the table must show it, not the equal opportunities
+    (both cells read 27 decisions per agent; equal-USD had 510 budget halts per run)."""
+    rows = []
+    for seed in (101, 102, 103):
+        rows.append({"cell": "mini_25", "seed": seed, "n_llm_agents": 25,
+                     "n_llm_decisions": 675, "llm_budget_halts": 0, "llm_decision_cap_holds": 0,
+                     "llm_decisions_per_agent": 27.0, "llm_usd": 1.0 + seed % 2,
+                     "llm_valid_rate": 0.9, "volatility": 0.003 + 1e-4 * seed % 7})
+        rows.append({"cell": "mini_25_equalusd", "seed": seed, "n_llm_agents": 25,
+                     "n_llm_decisions": 675, "llm_budget_halts": 510,
+                     "llm_decision_cap_holds": 0, "llm_decisions_per_agent": 27.0,
+                     "llm_usd": 0.34, "llm_valid_rate": 0.9, "volatility": 0.0031})
+    table = tables.fairness(_data(rows))
+    levels = table.filter(pl.col("part") == "levels")
+    by = {r["cell"]: r for r in levels.iter_rows(named=True)}
+    assert by["mini_25"]["opportunities_per_agent"] == by["mini_25_equalusd"][
+        "opportunities_per_agent"] == 27.0
+    assert by["mini_25"]["decisions_made_per_agent"] == 27.0
+    assert by["mini_25_equalusd"]["decisions_made_per_agent"] == pytest.approx(165 / 25)
+    assert by["mini_25_equalusd"]["budget_halted_per_agent"] == pytest.approx(510 / 25)
