@@ -25,8 +25,12 @@ def _client(api, route, model=None, cache=None, replay=False, **settings):
     kind, default = ROUTES[route]
     usd_cap = settings.pop("usd_cap", 5.0)
     base = {"base_url": f"{api.url}/v1"} if route == "local" else {}
-    cfg = LLMConfig(provider_mix={route: 1.0}, models={route: model or default},
-                    providers={route: {"kind": kind, **base, **settings}}, usd_cap=usd_cap)
+    cfg = LLMConfig(
+        provider_mix={route: 1.0},
+        models={route: model or default},
+        providers={route: {"kind": kind, **base, **settings}},
+        usd_cap=usd_cap,
+    )
     c = LLMClient.from_settings(cfg, cache_path=cache, env=live_env(api), replay=replay)
     c.slept, c.warnings = [], []
 
@@ -40,15 +44,18 @@ def _client(api, route, model=None, cache=None, replay=False, **settings):
 
 def _request(route, model=None, tick=5, timeout_s=None):
     kind, default = ROUTES[route]
-    return decision_request(route, kind, model or default, agent="s1", tick=tick,
-                            timeout_s=timeout_s)
+    return decision_request(
+        route, kind, model or default, agent="s1", tick=tick, timeout_s=timeout_s
+    )
 
 
 def _run(c, route, n, model=None):
     """``n`` decisions, one per tick (the issue's 17 planned calls): the results and the
     usage summary."""
-    out = [c.complete_many([_request(route, model, tick=t)], schema.parse_decision, tick=t)[0]
-           for t in range(n)]
+    out = [
+        c.complete_many([_request(route, model, tick=t)], schema.parse_decision, tick=t)[0]
+        for t in range(n)
+    ]
     return out, c.usage_summary()
 
 
@@ -58,7 +65,8 @@ def _run(c, route, n, model=None):
 @pytest.mark.parametrize("route", list(ROUTES))
 @pytest.mark.parametrize("usage", ["reported", "missing", "zeros"])
 def test_an_answer_without_usage_is_charged_its_reservation_and_the_cap_holds(
-        fake_api, tmp_path, route, usage):
+    fake_api, tmp_path, route, usage
+):
     api = fake_api(usage=usage, bill_max_output=True)  # a normal answer costs near its worst
     probe = _client(api, route)
     worst = probe.worst_case(_request(route))
@@ -88,8 +96,12 @@ def test_an_answer_without_usage_is_charged_its_reservation_and_the_cap_holds(
     r = _client(api, route, cache=tmp_path / "cache", usd_cap=cap, replay=True)
     _, again = _run(r, route, 17)
     r.close()
-    assert (again["calls"], again["cache_hits"], again["budget_halts"],
-            again["usage_missing"]) == (0, 2, 15, 2)
+    assert (again["calls"], again["cache_hits"], again["budget_halts"], again["usage_missing"]) == (
+        0,
+        2,
+        15,
+        2,
+    )
 
 
 def test_a_free_route_without_usage_is_neither_charged_nor_warned(fake_api):
@@ -197,4 +209,3 @@ def test_no_answer_or_error_carries_the_key(fake_api, tmp_path):
     stored = (tmp_path / "cache").glob("*")
     text = b"".join(p.read_bytes() for p in stored if p.is_file())
     assert live_env(api)["OPENAI_API_KEY"].encode() not in text
-
