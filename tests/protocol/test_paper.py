@@ -99,6 +99,13 @@ def test_exploratory_paper_writes_what_the_design_supports_and_says_why_not_the_
     deviations = (out / "deviations.md").read_text()
     assert "53,388 decisions and 32.58 USD" in deviations and "`config/`" in deviations
     assert ">= 3.11" in deviations and "No deviation has been logged" in deviations
+    from market_agents.analysis.cards import KNOWN_DEVIATIONS
+
+    for known in KNOWN_DEVIATIONS:  # every known departure, dated, from the one list
+        assert f"- {known['date']} ({known['section']}): {known['reason']}" in deviations
+    for departure in ("manifest.json", "one process per batch", "`ma cell --score`",
+                      "101-110", "noncentral t"):
+        assert departure in deviations
 
 
 def test_two_invocations_give_the_same_bytes(project):

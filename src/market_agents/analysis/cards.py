@@ -27,6 +27,33 @@ KNOWN_DEVIATIONS: tuple[dict[str, str], ...] = (
     {"date": "2026-11-29", "section": "§1",
      "reason": "The package requires Python >= 3.11 (pyproject.toml), not the protocol's "
                ">= 3.12; the tests and the lock file (uv.lock) are run on 3.11."},
+    {"date": "2026-12-01", "section": "§6",
+     "reason": "The analysis reads, besides outcomes.parquet, ticks.parquet, trades.parquet and "
+               "llm_decisions.parquet, each run's manifest.json (spend, prompt and schema "
+               "hashes, answer dates), the design YAML (a cell's burn-in and model settings), "
+               "config/prices.yaml (the model cards), results/manifests/freeze.json (the MDE) "
+               "and pilot.json, the budget gate's manifests (seeds cut) and the deviations "
+               "log."},
+    {"date": "2026-12-01", "section": "§2",
+     "reason": "Free (classical and mock) runs of a cell are made in one process per batch of "
+               "seeds (`ma cell --seed S1 S2 ... --runs-file`), not one command per run; live "
+               "runs stay one job each."},
+    {"date": "2026-12-01", "section": "§2, §6",
+     "reason": "Outcomes are extracted in the run job itself (`ma cell --score` writes "
+               "outcomes.json beside the run), not by a separate pass; `ma outcomes` re-scores "
+               "saved files at any thresholds into a file beside outcomes.json."},
+    {"date": "2026-12-01", "section": "§5.2 T6",
+     "reason": "auction_25 and interval_10 run on the seed pool's first ten seeds (101-110), "
+               "not seeds 1-10: share_0, their control, runs on 101-130, so on 1-10 they had "
+               "no paired control run and could estimate nothing (and seeds 1-3 are pilot "
+               "seeds, §4). They stay mock only and free."},
+    {"date": "2026-12-01", "section": "§4, §5.1",
+     "reason": "The protocol leaves the multiplicity family and the power calculation open. "
+               "Here each tier's Holm family is its contrasts (every cell against share_0, E5 "
+               "in T4) x the design's declared primary outcomes (volatility, mispricing); "
+               "every other outcome is secondary, unadjusted and exploratory. The MDE is that "
+               "of the paired t test on n - 1 df (noncentral t, power 0.8) at the family's "
+               "Holm level alpha / size, not a normal approximation."},
 )
 DATE_KEYS = ("date", "timestamp", "time", "created", "created_at")
 REASON_KEYS = ("reason", "text", "message", "deviation")
