@@ -37,3 +37,25 @@ def test_fairness_shows_decisions_made_and_budget_halted_per_agent():
     assert by["mini_25"]["decisions_made_per_agent"] == 27.0
     assert by["mini_25_equalusd"]["decisions_made_per_agent"] == pytest.approx(165 / 25)
     assert by["mini_25_equalusd"]["budget_halted_per_agent"] == pytest.approx(510 / 25)
+
+
+def test_sensitivity_is_one_row_per_cell_and_one_column_per_threshold():
+    rows = []
+    for cell in ("share_0", "share_25"):
+        for seed in (101, 102):
+            for gap in (0.03, 0.05, 0.08):
+                for drop in (0.07, 0.10, 0.15):
+                    rows.append({"cell": cell, "seed": seed, "bubble_gap": gap,
+                                 "bubble_ticks": 10, "crash_drop": drop, "crash_ticks": 20,
+                                 "n_bubbles": int(gap < 0.05) * (seed - 100), "bubble_share": 0.0,
+                                 "n_crashes": int(drop < 0.1), "crash_share": 0.0})
+    data = _data([{"cell": "share_0", "seed": 1}])
+    data.sensitivity = pl.DataFrame(rows)
+    table = tables.sensitivity(data)
+    assert table["cell"].to_list() == ["share_0", "share_25"] and table["runs"].to_list() == [2, 2]
+    assert table.columns[:5] == ["cell", "runs", "n_bubbles @ 3 %", "n_bubbles @ 5 %",
+                                 "n_bubbles @ 8 %"]
+    assert table["n_bubbles @ 3 %"].to_list() == [1.5, 1.5]
+    assert table["n_crashes @ 7 %"].to_list() == [1.0, 1.0]
+    assert table["n_crashes @ 10 %"].to_list() == [0.0, 0.0]
+    assert table.width == 2 + 4 * 3

@@ -31,3 +31,11 @@ def test_rehearsal_of_the_confirmatory_design_writes_the_whole_paper(workdir):
     assert "E5 (leverage_25 - leverage_0) - (share_25 - share_0)" in md
     library = (workdir / "paper/tables/library.csv").read_text()
     assert "arm (median of seed medians)" in library
+    from tests.pipeline.test_paper_workflow import assert_readable
+    from tests.support.browser import Page, chromium
+
+    if chromium() is not None:
+        with Page((workdir / "paper/index.html").as_uri()) as page:
+            assert page.errors() == []
+            assert_readable(page, summary)
+            page.screenshot(workdir / "paper/index.png", width=1280, height=20000)

@@ -18,6 +18,24 @@ IMAGES_LOAD = """Promise.all(Object.entries(results)
      i.src = r.data_uri; })))"""
 
 
+def assert_readable(page: Page, summary: dict) -> None:
+    """What a referee reads: nothing cut off at a laptop's width, the appendices as HTML (not
+    raw Markdown in a <pre>), the sensitivity grid as cells x thresholds, the estimates with
+    their role and why a row has no interval."""
+    assert page.cut_off(1280) == []
+    assert page.evaluate("document.querySelectorAll('pre').length") == 0
+    appendix = page.evaluate("[...document.querySelectorAll('.appendix h1')]"
+                             ".map(h => h.textContent)")
+    assert appendix == ["Model cards", "Deviations from the run protocol"]
+    assert page.evaluate("document.querySelectorAll('#deviations li').length") >= 8
+    headers = page.evaluate("[...document.querySelectorAll('table')].map(t => "
+                            "[...t.rows[0].cells].map(c => c.textContent))")
+    assert any("n_bubbles @ 3 %" in h and "crash_share @ 15 %" in h for h in headers)
+    assert any("role" in h and "not_estimable" in h and "t interval" in h for h in headers)
+    if "fairness" in summary["tables"]:
+        assert any("decisions_made_per_agent" in h for h in headers)
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     import shutil
@@ -53,6 +71,7 @@ def test_index_and_report_open_in_headless_chromium(built):
         assert page.errors() == []
         titles = page.evaluate("[...document.querySelectorAll('h2')].map(h => h.textContent)")
         assert sum(t.startswith("Table: [Mock-based") for t in titles) == len(summary["tables"])
+        assert_readable(page, summary)
     with Page((built / "paper/report.html").as_uri()) as page:
         assert page.images()["broken"] == []
         results = page.evaluate("Object.fromEntries(Object.entries(results).map(([k, r]) => "

@@ -26,6 +26,17 @@ IMAGES = """(() => { const imgs = [...document.images];
           .map(i => i.getAttribute('src').slice(0, 80)), ready: document.readyState}; })()"""
 
 
+CUT_OFF = """(() => { const out = [];
+  for (const el of document.querySelectorAll('body *')) {
+    if (el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1)
+      out.push(`${el.tagName}#${el.id} ${el.scrollWidth} > ${el.clientWidth}: `
+               + (el.textContent || '').slice(0, 80));
+  }
+  const d = document.documentElement;
+  if (d.scrollWidth > d.clientWidth + 1) out.push(`page ${d.scrollWidth} > ${d.clientWidth}`);
+  return out; })()"""
+
+
 class Page:
     """One page open in a fresh headless Chromium (its own empty profile)."""
 
@@ -114,6 +125,14 @@ class Page:
             elif m == "Network.loadingFailed" and not p.get("canceled"):
                 out.append(f"request failed: {p.get('errorText')}")
         return out
+
+    def cut_off(self, width: int = 1280) -> list[str]:
+        """At a viewport ``width`` px wide: every element whose content is wider than its box
+        (its scroll width exceeds its width: text cut off or hidden behind a scroll bar), and
+        the page itself when it is wider than the viewport; [] when everything fits."""
+        self.call("Emulation.setDeviceMetricsOverride", session=True, width=width,
+                  height=1000, deviceScaleFactor=1, mobile=False)
+        return self.evaluate(CUT_OFF)
 
     def screenshot(self, path: Path, width: int = 1400, height: int = 2000) -> Path:
         import base64

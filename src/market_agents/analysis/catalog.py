@@ -97,7 +97,9 @@ ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("sensitivity", "table", "Sensitivity grid of the episode outcomes",
              "Bubble and crash episodes re-scored from the saved ticks (ticks.parquet; the "
              "frozen outcome functions, nothing re-simulated) at bubble gaps 3/5/8 % (10 ticks) "
-             "and crash drops 7/10/15 % (20 ticks): mean per run over the cell's seeds."),
+             "and crash drops 7/10/15 % (20 ticks): one row per cell, the mean per run over "
+             "its seeds of each episode outcome at each threshold (a bubble depends on the "
+             "bubble gap only, a crash on the crash drop only)."),
     Artifact("llm_behaviour", "table", "LLM behaviour per cell",
              "Per cell with LLM traders: valid rate and failure rate (decisions-weighted), LLM "
              "share of orders and of volume, decisions per agent (outcomes.parquet); tokens in, "

@@ -104,21 +104,68 @@ def to_latex(frame: pl.DataFrame, title: str, caption: str, label: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+# A text column with values longer than this wraps its lines (class "text"); shorter values
+# (numbers, cell names) never break inside.
+WRAP_AFTER = 24
+
+
+def _intervals(columns: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """Adjacent ``x_low`` and ``x_high`` columns as one ``x interval`` column of ``[low, high]``
+    (the page shows the estimates in fewer, narrower columns than the CSV)."""
+    names, keep = [], []
+    i = 0
+    while i < len(columns):
+        c = columns[i]
+        if (c.endswith("_low") and i + 1 < len(columns)
+                and columns[i + 1] == c.removesuffix("_low") + "_high"):
+            names.append(c.removesuffix("_low") + " interval")
+            keep.append((i, i + 1))
+            i += 2
+        else:
+            names.append(c)
+            keep.append((i,))
+            i += 1
+    out = [[(f"[{r[k[0]]}, {r[k[1]]}]" if r[k[0]] or r[k[1]] else "") if len(k) == 2
+            else r[k[0]] for k in keep] for r in rows]
+    return names, out
+
+
 def to_html_table(frame: pl.DataFrame) -> str:
-    """A table as an HTML ``<table>`` fragment, every cell escaped."""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
-                   for row in _rows(frame))
+    """A table as an HTML ``<table>`` fragment, every cell escaped; interval bounds in one
+    column, long text columns wrap, headers break at underscores."""
+    columns, rows = _intervals(frame.columns, _rows(frame))
+    # an interval may break after its comma; a long text anywhere; a number never
+    kind = ["iv" if c.endswith(" interval") else
+            "text" if any(len(r[i]) > WRAP_AFTER for r in rows) else ""
+            for i, c in enumerate(columns)]
+    head = "".join(f"<th>{html.escape(c).replace('_', '_<wbr>')}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(
+        f"<td class=\"{k}\">{html.escape(v)}</td>" if k else f"<td>{html.escape(v)}</td>"
+        for v, k in zip(row, kind, strict=True)) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+# Long words (hashes, paths, the dropped-seed lists) wrap anywhere, so no table or appendix is
+# wider than the page: nothing is cut off at its edge (a page test checks every element).
 STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1400px}"
-         "table{border-collapse:collapse;font-size:12px;margin:.5em 0 2em}"
-         "td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}"
+         "table{border-collapse:collapse;font-size:11px;margin:.5em 0 2em}"
+         "td,th{border:1px solid #bbb;padding:2px 4px;text-align:right}"
+         "td{white-space:nowrap}td.text{white-space:normal;overflow-wrap:anywhere;"
+         "text-align:left;min-width:8em}td.iv{white-space:normal}"
+         ".appendix{max-width:1100px;overflow-wrap:anywhere}.appendix li{margin:.2em 0}"
+         "code{background:#f3f3f3;padding:0 2px}"
          "th{background:#eef3fb}td:first-child,th:first-child{text-align:left}"
-         "img{max-width:100%;border:1px solid #ddd}.mock{background:#fde9d9;padding:.5em;"
-         "border:2px solid #c0504d;font-weight:bold}.caption{color:#333;font-size:13px;"
-         "max-width:1100px}pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}")
+         "img{max-width:100%;box-sizing:border-box;border:1px solid #ddd}"
+         ".mock{background:#fde9d9;padding:.5em;border:2px solid #c0504d;font-weight:bold}"
+         ".caption{color:#333;font-size:13px;max-width:1100px}")
+
+
+def markdown_html(text: str) -> str:
+    """Markdown (CommonMark, markdown-it-py) as HTML; raw HTML in the text is escaped, not
+    passed through."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).render(text)
 
 
 def _page(title: str, body: str) -> str:
@@ -169,8 +216,9 @@ def index_page(paper: Paper) -> str:
                      f"<a href=\"figures/{name}.pdf\">PDF</a>.</p>"
                      f"<img src=\"figures/{name}.png\" alt=\"{html.escape(title)}\">")
     for anchor, name in (("model-cards", "model_cards.md"), ("deviations", "deviations.md")):
-        parts.append(f"<h2 id=\"{anchor}\">{html.escape(name)}</h2>"
-                     f"<pre>{html.escape(paper.texts.get(name, ''))}</pre>")
+        parts.append(f"<section class=\"appendix\" id=\"{anchor}\">"
+                     f"{markdown_html(paper.texts.get(name, ''))}<p class=\"caption\">"
+                     f"<a href=\"{name}\">{html.escape(name)}</a></p></section>")
     return _page(paper.heading, "\n".join(parts))
 
 

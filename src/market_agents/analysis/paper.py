@@ -17,14 +17,26 @@ from market_agents.analysis.figures import price_figure
 from market_agents.analysis.tables import PaperData, Skip
 
 
+def _acted(runs: pl.DataFrame) -> pl.DataFrame:
+    """The runs of a cell in which every mechanism it switches on acted (all of them when the
+    cell switches none on, or when its mechanisms never acted together)."""
+    if "mechanisms" not in runs.columns or "mechanisms_idle" not in runs.columns:
+        return runs
+    on = runs["mechanisms"].fill_null("").str.len_chars() > 0
+    acted = runs.filter(on & (runs["mechanisms_idle"].fill_null("").str.len_chars() == 0))
+    return acted if acted.height else runs
+
+
 def representative_seeds(outcomes: pl.DataFrame, exclude: tuple[int, ...] = ()) -> dict[str, int]:
     """Per cell, the seed whose volatility is the cell's median (the lower of the two middle
-    seeds on an even count; the first seed when volatility is undefined everywhere)."""
+    seeds on an even count; the first seed when volatility is undefined everywhere), among the
+    seeds where the cell's mechanism acted when it has one that did (a breaker cell is drawn
+    where the breaker halted; the price figure's title says when it never did)."""
     out = {}
     for cell in outcomes["cell"].unique(maintain_order=True).to_list():
         runs = outcomes.filter(pl.col("cell") == cell)
         kept = runs.filter(~pl.col("seed").is_in(list(exclude)))
-        runs = kept if kept.height else runs
+        runs = _acted(kept if kept.height else runs)
         ranked = runs.filter(pl.col("volatility").is_not_null()).sort("volatility", "seed") if (
             "volatility" in runs.columns) else runs.clear()
         if ranked.height:
@@ -77,6 +89,8 @@ def build(data: PaperData, texts: dict[str, str], inputs: list[str] | None = Non
     table("llm_behaviour", tables.llm_behaviour(data))
 
     note = data.mock_note
+    never = {c: [m for m, (acted, _) in ms.items() if not acted]
+             for c, ms in tables.fired(data.outcomes).items()}
     figure("dose_response", lambda: paperfigs.dose_response(
         dose, note, artifact("figure", "dose_response").title))
     for cell in data.cells:
@@ -84,8 +98,10 @@ def build(data: PaperData, texts: dict[str, str], inputs: list[str] | None = Non
             paper.skipped[f"figures/price_{cell}"] = "no saved ticks for its representative seed"
             continue
         ticks, manifest = data.ticks[cell]
+        idle = never.get(cell)
         title = (f"{cell}, seed {manifest.get('seed')}: price against V and V^pub "
-                 f"({manifest.get('n_llm_agents', 0)} LLM traders)")
+                 f"({manifest.get('n_llm_agents', 0)} LLM traders"
+                 + (f"; its {', '.join(idle)} never acted on any seed" if idle else "") + ")")
         shown = f"[{note}] {title}" if note else title
         figure(f"price_{cell}", lambda t=ticks, m=manifest, s=shown: price_figure(t, m, s), title)
     figure("outcome_distributions", lambda: paperfigs.outcome_distributions(

@@ -49,11 +49,10 @@ def dose_response(table: pl.DataFrame | Skip, mock_note: str | None, title: str)
         return table
     outcomes = table["outcome"].unique(maintain_order=True).to_list()
     fig, axes = _grid(len(outcomes))
-    phis = sorted(set(table["phi"].to_list()))
-    pos = {p: i for i, p in enumerate(phis)}
+    half = 0.012  # half-width of a bootstrap band, in units of phi
     for ax, y in zip(axes, outcomes, strict=False):
         t = table.filter(pl.col("outcome") == y).sort("phi")
-        x = [pos[p] for p in t["phi"]]
+        x = t["phi"].to_list()  # phi on its own scale: 0.01 and 0.05 sit near 0, not 1 apart
         diff = t["diff"].to_list()
         lo, hi = t["t_low"].to_list(), t["t_high"].to_list()
         blo, bhi = t["boot_low"].to_list(), t["boot_high"].to_list()
@@ -62,17 +61,20 @@ def dose_response(table: pl.DataFrame | Skip, mock_note: str | None, title: str)
             if d is None:
                 continue
             if c is not None and e is not None:
-                ax.fill_between([xi - 0.15, xi + 0.15], c, e, color="tab:orange", alpha=0.3,
+                ax.fill_between([xi - half, xi + half], c, e, color="tab:orange", alpha=0.3,
                                 lw=0)
             if a is not None and b is not None:
                 ax.errorbar(xi, d, yerr=[[d - a], [b - d]], fmt="o", color="tab:blue", ms=4,
                             capsize=3)
             else:
                 ax.plot(xi, d, "o", color="tab:blue", ms=4)
-        ax.set_xticks(range(len(phis)), [f"{p:g}" for p in phis], fontsize=7)
+        ax.set_xlim(-0.05, 1.05)
+        ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0], ["0", "0.25", "0.5", "0.75", "1"], fontsize=7)
         ax.set_title(y, fontsize=9)
         ax.tick_params(axis="y", labelsize=7)
     axes[0].set_ylabel("paired difference vs share_0", fontsize=8)
+    for ax in axes[-min(len(axes), 4):]:
+        ax.set_xlabel("φ, share of LLM traders", fontsize=7)
     _title(fig, title + " (bars: 95 % t interval; band: bootstrap)", mock_note)
     return fig
 
@@ -196,15 +198,25 @@ def spend(overview: pl.DataFrame, mock_note: str | None, title: str):
     tiers = overview["tier"].to_list()
     x = list(range(len(tiers)))
     w = 0.27
-    ax.bar([i - w for i in x], overview["usd_planned"].to_list(), w, label="planned")
+    # A mock design pays nothing: its planned bars say what the cells would cost live, and
+    # there is no spend to set against a cap (a 0 USD cap line under them misleads).
+    ax.bar([i - w for i in x], overview["usd_planned"].to_list(), w,
+           label="planned if live" if mock_note else "planned")
     ax.bar(x, overview["usd_spent"].to_list(), w, label="spent")
-    ax.bar([i + w for i in x], overview["usd_priced"].to_list(), w, label="priced (prices.yaml)")
+    ax.bar([i + w for i in x], overview["usd_priced"].to_list(), w,
+           label="priced (prices.yaml)" + (", mock answers" if mock_note else ""))
     budgets = overview["tier_budget"].to_list()
     for i, b in zip(x, budgets, strict=True):
-        if b is not None:
+        if b is not None and b > 0:
             ax.plot([i - 0.45, i + 0.45], [b, b], color="k", lw=1.5)
     ax.set_xticks(x, tiers)
     ax.set_ylabel("USD per tier (black: tier budget)")
+    if mock_note:
+        ax.set_xlabel("mock answers: nothing was paid (spent 0 USD); priced: what the "
+                      "recorded answers would have cost at config/prices.yaml", fontsize=8)
+        ax.legend(fontsize=8, loc="upper left")
+        _title(fig, title, mock_note)
+        return fig
     cum = ax.twinx()
     cum.plot(x, overview["cumulative_spent"].to_list(), "o-", color="tab:red",
              label="cumulative spent")

@@ -13,7 +13,6 @@ from typing import Any
 import polars as pl
 
 from market_agents.analysis import stats
-from market_agents.analysis.outcomes import EPISODE_KEYS
 from market_agents.analysis.stats import Contrast, PairedSample, estimate
 
 CONTROL = "share_0"
@@ -403,9 +402,18 @@ def sensitivity(data: PaperData) -> pl.DataFrame | Skip:
         return Skip("no saved ticks to re-score")
     if data.exclude_seeds:
         g = g.filter(~pl.col("seed").is_in(list(data.exclude_seeds)))
-    return (g.group_by("cell", "bubble_gap", "crash_drop", maintain_order=True)
-            .agg(pl.len().alias("runs"),
-                 *[pl.col(k).cast(pl.Float64).mean() for k in EPISODE_KEYS]))
+    # A bubble depends on the bubble gap only and a crash on the crash drop only, so the 3 x 3
+    # grid is two rows of three: one row per cell, one column per outcome and threshold.
+    cells = g["cell"].unique(maintain_order=True).to_list()
+    out = g.group_by("cell", maintain_order=True).agg(pl.col("seed").n_unique().alias("runs"))
+    for key, by in (("n_bubbles", "bubble_gap"), ("bubble_share", "bubble_gap"),
+                    ("n_crashes", "crash_drop"), ("crash_share", "crash_drop")):
+        part = (g.group_by("cell", by).agg(pl.col(key).cast(pl.Float64).mean())
+                .with_columns(pl.format(f"{key} @ {{}} %", (pl.col(by) * 100).round(1)
+                                        .cast(pl.Utf8).str.strip_suffix(".0")).alias("column"))
+                .sort(by).pivot("column", index="cell", values=key))
+        out = out.join(part, on="cell", how="left")
+    return out.sort(pl.col("cell").replace_strict(cells, list(range(len(cells)))))
 
 
 def llm_behaviour(data: PaperData) -> pl.DataFrame | Skip:
