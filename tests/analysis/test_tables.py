@@ -59,3 +59,31 @@ def test_sensitivity_is_one_row_per_cell_and_one_column_per_threshold():
     assert table["n_crashes @ 7 %"].to_list() == [1.0, 1.0]
     assert table["n_crashes @ 10 %"].to_list() == [0.0, 0.0]
     assert table.width == 2 + 4 * 3
+
+
+def test_a_mechanism_cell_is_drawn_on_a_seed_where_its_mechanism_acted():
+    """breaker_25's median-volatility seed halted nowhere; the figure takes the median of the
+    seeds where the breaker halted (a cell whose mechanism never acted keeps every seed)."""
+    from market_agents.analysis.paper import representative_seeds
+
+    outcomes = pl.DataFrame({
+        "cell": ["breaker_25"] * 3 + ["memory_25"] * 3,
+        "seed": [1, 2, 3, 1, 2, 3],
+        "volatility": [0.1, 0.2, 0.3, 0.1, 0.2, 0.3],
+        "mechanisms": ["breaker"] * 3 + ["memory"] * 3,
+        "mechanisms_idle": ["breaker", "breaker", "", "memory", "memory", "memory"]})
+    assert representative_seeds(outcomes) == {"breaker_25": 3, "memory_25": 2}
+
+
+def test_the_spend_figure_of_a_mock_design_draws_no_cap():
+    from market_agents.analysis.paperfigs import spend
+
+    overview = pl.DataFrame({"tier": ["all"], "usd_planned": [0.0], "usd_spent": [0.0],
+                             "usd_priced": [27.0], "tier_budget": [None],
+                             "cumulative_spent": [0.0], "project_cap": [0.0]})
+    mock = spend(overview, "Mock-based", "Spend")
+    assert len(mock.axes) == 1  # no cumulative axis, so no 0 USD cap line
+    assert "nothing was paid" in mock.axes[0].get_xlabel()
+    live = spend(overview.with_columns(pl.lit(40.0).alias("project_cap")), None, "Spend")
+    labels = live.axes[1].get_legend_handles_labels()[1]
+    assert "project cap 40 USD" in labels
