@@ -161,6 +161,16 @@ def test_a_rehearsal_is_marked_mock_based_in_every_title_and_caption(project):
     assert "rehearsed pilot" in data.mde_source
     primary = built.tables["primary_estimates"][1]
     assert primary.filter(pl.col("cell") == "share_25")["mde"].drop_nulls().len() > 0
+    # The rehearsal's paper names what the freeze would refuse (every cell has a control on
+    # its seeds, its mechanism acted, its outcomes vary: none here)
+    from market_agents.protocol.paper import not_estimable_note
+
+    assert not_estimable_note("rehearse_confirmatory", project / "config/test/designs",
+                              data) == "none"
+    broken = data.outcomes.with_columns(pl.lit(0.004).alias("mispricing"))
+    data.outcomes = broken
+    assert "share_25 × mispricing: no variation" in not_estimable_note(
+        "rehearse_confirmatory", project / "config/test/designs", data)
 
 
 def test_cli_names_what_is_missing_in_one_line(project, capsys, tmp_path):

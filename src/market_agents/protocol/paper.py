@@ -261,6 +261,19 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = RESULTS,
     return data, texts, inputs
 
 
+def not_estimable_note(target: str, designs_dir: Path, data: PaperData) -> str:
+    """The pre-registered estimands of a confirmatory design that its runs (a rehearsal's or
+    the live ones) cannot estimate, as the freeze names them (``estimability.not_estimable``:
+    no control seeds, no variation, a mechanism that never acted), or "none"."""
+    from market_agents.protocol.estimability import not_estimable
+    from market_agents.protocol.freeze import design_facts
+
+    name, _ = parse_target(target)
+    facts = design_facts(load_design(designs_dir / f"{name}.yaml"))
+    problems = not_estimable(facts["cells"], facts["families"], data.pilot or {}, data.outcomes)
+    return "; ".join(problems) if problems else "none"
+
+
 def make_paper(target: str, out: Path, designs_dir: Path, roles: Roles,
                root: Path = RESULTS, progress: bool | None = None) -> dict[str, Any]:
     """Read, build and write the paper of ``target`` under ``out``; returns paper.json's
@@ -278,6 +291,8 @@ def make_paper(target: str, out: Path, designs_dir: Path, roles: Roles,
     data, texts, inputs = load(target, designs_dir, roles, root, step)
     paper = build(data, texts, inputs, step)
     paper.notes["mde"] = data.mde_source
+    if data.confirmatory:
+        paper.notes["not_estimable"] = not_estimable_note(target, designs_dir, data)
     write_paper(paper, out, step)
     bar.close()
     return json.loads((out / "paper.json").read_text())
