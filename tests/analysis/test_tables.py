@@ -32,11 +32,11 @@ def test_fairness_shows_decisions_made_and_budget_halted_per_agent():
     table = tables.fairness(_data(rows))
     levels = table.filter(pl.col("part") == "levels")
     by = {r["cell"]: r for r in levels.iter_rows(named=True)}
-    assert by["mini_25"]["opportunities_per_agent"] == by["mini_25_equalusd"][
-        "opportunities_per_agent"] == 27.0
-    assert by["mini_25"]["decisions_made_per_agent"] == 27.0
-    assert by["mini_25_equalusd"]["decisions_made_per_agent"] == pytest.approx(165 / 25)
-    assert by["mini_25_equalusd"]["budget_halted_per_agent"] == pytest.approx(510 / 25)
+    assert by["mini_25"]["offered_per_agent"] == by["mini_25_equalusd"][
+        "offered_per_agent"] == 27.0
+    assert by["mini_25"]["made_per_agent"] == 27.0
+    assert by["mini_25_equalusd"]["made_per_agent"] == pytest.approx(165 / 25)
+    assert by["mini_25_equalusd"]["halted_per_agent"] == pytest.approx(510 / 25)
 
 
 def test_sensitivity_is_one_row_per_cell_and_one_column_per_threshold():

@@ -75,10 +75,11 @@ ARTIFACTS: tuple[Artifact, ...] = (
              "decisions, valid rate, tokens in and out per decision and USD per decision."),
     Artifact("fairness", "table", "Fairness: equal decisions against equal USD (T5)",
              "mini_25 (every LLM agent gets the same decision opportunities) and "
-             "mini_25_equalusd (decisions stop at the per-run usd_cap): decision opportunities per "
-             "agent (equal by design), decisions made per agent (answered: opportunities less "
-             "budget halts and decision-cap holds), budget-halted decisions per agent, USD per "
-             "run, budget halts per run and valid rate (means over seeds), then "
+             "mini_25_equalusd (decisions stop at the per-run usd_cap): per agent the decisions "
+             "offered (offered_per_agent: equal by design), made (made_per_agent: answered, the "
+             "offered less budget halts and decision-cap holds) and budget-halted "
+             "(halted_per_agent), USD per "
+             "run and valid rate (means over seeds), then "
              "mini_25_equalusd against mini_25 seed by seed. " + EST),
     Artifact("spillover", "table", "Spillover and correlation (T6 k2_25)",
              "The two-asset cell: per seed the correlation of the two assets' log returns "

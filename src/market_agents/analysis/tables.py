@@ -286,19 +286,23 @@ def fairness(data: PaperData) -> pl.DataFrame | Skip:
         held = pl.col("llm_budget_halts") + (pl.col("llm_decision_cap_holds") if (
             "llm_decision_cap_holds" in o.columns) else 0)
         o = o.with_columns(
-            ((pl.col("n_llm_decisions") - held) / agents).alias("decisions_made_per_agent"),
-            (pl.col("llm_budget_halts") / agents).alias("budget_halted_per_agent"))
-    cols = [c for c in ("llm_decisions_per_agent", "decisions_made_per_agent",
-                        "budget_halted_per_agent", "llm_usd", "llm_budget_halts",
-                        "llm_valid_rate") if c in o.columns]
+            ((pl.col("n_llm_decisions") - held) / agents).alias("made_per_agent"),
+            (pl.col("llm_budget_halts") / agents).alias("halted_per_agent"))
+    cols = [c for c in ("llm_decisions_per_agent", "made_per_agent",
+                        "halted_per_agent", "llm_usd", "llm_valid_rate")
+            if c in o.columns]
     levels = o.group_by("cell", maintain_order=True).agg(
         pl.len().alias("runs"), *[pl.col(c).cast(pl.Float64).mean() for c in cols]).rename(
-        {"llm_decisions_per_agent": "opportunities_per_agent"}, strict=False)
+        {"llm_decisions_per_agent": "offered_per_agent"}, strict=False)
     equal_usd, equal_dec = FAIRNESS_CELLS[1], FAIRNESS_CELLS[0]
     est = stats.estimates(data.outcomes, [Contrast(equal_usd, "fairness", {equal_usd: 1},
                                                    {equal_dec: 1})],
                           exclude_seeds=data.exclude_seeds,
                           primary={"fairness": data.primary_of(data.tier(equal_usd))})
+    # One family, one control (the part's label names the contrast) and no MDE (the freeze
+    # sized contrasts against share_0): those columns say nothing here and would push the
+    # table off the page; the SE is the interval's.
+    est = est.drop("family", "control", "se", "mde")
     return pl.concat([levels.with_columns(pl.lit("levels").alias("part")),
                       est.with_columns(pl.lit("equal USD - equal decisions").alias("part"))],
                      how="diagonal_relaxed").select("part", pl.all().exclude("part"))
