@@ -295,6 +295,7 @@ class LLMTraderPool:
             extra={"mock_seed": self.mock_seed} if a["kind"] == "mock" else {},
             route=a["route"],
             timeout_s=settings.timeout_s,
+            identity=self.identity,
         )
 
     def decide(self, tick: int, views: dict[int, MarketView]) -> dict[int, list[Order | Cancel]]:

@@ -44,13 +44,17 @@ class LLMRequest:
     extra: dict[str, Any] = field(default_factory=dict)  # provider parameters that change answers
     route: str = ""
     timeout_s: float | None = None  # transport only: never part of the key
+    # What identifies the prompt and schema beyond their labels (``prompt_sha256``,
+    # ``schema_sha256``): recorded in the cache entry, never part of the key (the messages
+    # and schema, which it summarizes, already are).
+    identity: dict[str, str] = field(default_factory=dict)
 
     def key_payload(self) -> dict[str, Any]:
         """The request as it is keyed: every field that can change the answer (transport
-        settings such as the timeout and route left out).
+        settings such as the timeout and route, and the identity record, left out).
         """
         data = asdict(self)
-        for transport in ("timeout_s", "route"):
+        for transport in ("timeout_s", "route", "identity"):
             data.pop(transport)
         if data["structured_output"] is None:  # free-text requests keep their earlier keys
             data.pop("structured_output")
