@@ -16,13 +16,21 @@ WORKERS ?= 2
 help:  ## list the targets
 	@awk -F':.*## ' '/^[a-zA-Z][a-zA-Z0-9_-]*:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-setup: $(VENV)/ma  ## build .venv from uv.lock (every target does it first)
+setup: $(VENV)/ma  ## build .venv from uv.lock, or repair one that drifted from it (every target does it first)
 
-$(VENV)/ma: pyproject.toml uv.lock
+# Checked on every target, not only when uv.lock is newer than the stamp: an environment can
+# drift from the lock with the lock untouched (`uv sync --extra slurm` uninstalls every other
+# extra, pytest and ruff among them). `uv sync --check` compares .venv with uv.lock and every
+# extra offline in about 0.2 s; only a mismatch runs the real sync. (Tests that copy this
+# Makefile pass `-o $(VENV)/ma` to use the repository's .venv as it is.)
+$(VENV)/ma: pyproject.toml uv.lock FORCE
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv \
 		|| $(PYTHON) -m pip install --quiet --user --break-system-packages uv
-	$(UV) sync --all-extras --locked --compile-bytecode
+	@$(UV) sync --all-extras --locked --check --offline --quiet >/dev/null 2>&1 \
+		|| $(UV) sync --all-extras --locked --compile-bytecode
 	@touch $@
+
+FORCE:
 
 # The main job on built-in defaults: the protocol's Phase 5a exploratory design (14 cells x
 # seeds 1-3) on the mock provider -- no key, no cost -- then its outcomes, one line per cell.

@@ -102,3 +102,15 @@ def test_every_repository_path_the_docs_name_exists():
                for p in (m.rstrip(".") for m in path.findall(page.read_text(encoding="utf-8")))
                if not (ROOT / p).exists() and not (PKG / p).exists()]
     assert not missing, missing
+
+
+def test_docs_show_commands_that_run_from_the_checkout():
+    # `snakemake` is not on PATH (it lives in .venv/bin), and `uv sync --extra NAME` uninstalls
+    # every other extra, pytest among them (issue 27): the docs show neither.
+    pages = [README, *sorted((ROOT / "docs").glob("*.md"))]
+    bare = re.compile(r"(?:^|`)snakemake (?=[-A-Za-z])", re.M)
+    drop = re.compile(r"(?:^|`)uv sync --extra (?!NAME)", re.M)
+    found = [f"{page.name}: {m.group(0)!r}" for page in pages
+             for m in (*bare.finditer(page.read_text(encoding="utf-8")),
+                       *drop.finditer(page.read_text(encoding="utf-8")))]
+    assert not found, found
