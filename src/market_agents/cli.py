@@ -2,16 +2,22 @@
 exposes ``register(subparsers)``; this file only dispatches and is the one error boundary:
 a named error (bad input), an ``OSError`` (a full disk, a lost permission: the writers in
 ``market_agents.atomic`` name the file) and a bad argument each become one line on stderr and
-exit code 2, never a traceback."""
+exit code 2, never a traceback. SIGTERM (a SLURM time limit or preemption, systemd, ``kill``)
+takes Ctrl-C's path in every command: one line, exit 143 (Ctrl-C: 130), nothing received
+lost and no claim left (``market_agents.llm.interrupt``)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from typing import NoReturn
 
-from market_agents.errors import MarketAgentsError
+from market_agents.errors import MarketAgentsError, Terminated
 
 # Subcommand modules, in the order `ma --help` lists them.
 COMMANDS = ["run", "validate", "plot", "outcomes", "gather", "summary", "sensitivity", "budget",
@@ -45,6 +51,26 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated(f"signal {signal.Signals(signum).name}")
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While inside, SIGTERM raises :class:`Terminated` (a ``KeyboardInterrupt``) in the main
+    thread, as Ctrl-C does, instead of ending the process where it stands (which leaves
+    claims pending and loses answers in flight); the previous handler is restored after.
+    Outside the main thread (where no handler can be set) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The ``ma`` command: parse ``argv`` and run one subcommand.
 
@@ -53,13 +79,18 @@ def main(argv: list[str] | None = None) -> int:
 
     Returns:
         The subcommand's exit code; 2 for a :class:`MarketAgentsError` or an ``OSError``
-        (one line on stderr naming the command, never a traceback); 130 on Ctrl-C.
+        (one line on stderr naming the command, never a traceback); 130 on Ctrl-C, 143 on
+        SIGTERM (one line each; the same command resumes).
     """
+    from market_agents.llm.interrupt import stop_grace_s
+
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with sigterm_as_interrupt():
+            stop_grace_s()  # a bad MARKET_AGENTS_STOP_GRACE_S is refused now, not at a stop
+            return int(args.func(args) or 0)
     except MarketAgentsError as exc:
         print(f"ma {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
@@ -68,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ma {args.command}: error: {where}{one_line(exc.strerror or str(exc))}",
               file=sys.stderr)
         return 2
+    except Terminated:
+        print(f"ma {args.command}: terminated (SIGTERM): every answer received is stored and "
+              "no claim is left; run the same command to resume", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print(f"ma {args.command}: interrupted", file=sys.stderr)
         return 130

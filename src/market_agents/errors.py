@@ -15,3 +15,10 @@ class OrderRejected(MarketAgentsError):
 
 class BudgetExceeded(MarketAgentsError):
     """A call would take spend past a USD cap."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a SLURM time limit or preemption, systemd stopping a unit, ``kill``) raised in
+    the main thread of an ``ma`` command. A ``KeyboardInterrupt``, so it takes Ctrl-C's path
+    everywhere: no new call starts, calls in flight finish within the stop grace and are
+    stored, claims are released; ``ma`` exits 143 (128 + 15) instead of 130."""

@@ -33,6 +33,7 @@ from pydantic import ValidationError
 
 from market_agents.core import canonical_json
 from market_agents.errors import BudgetExceeded, MarketAgentsError
+from market_agents.llm import interrupt
 from market_agents.llm.budget import Budget
 from market_agents.llm.cache import ResponseCache, answer_sha256
 from market_agents.llm.config import FREE_KINDS, LLMConfig
@@ -207,6 +208,7 @@ class LLMClient:
         self._thread: threading.Thread | None = None
         self._sems: dict[str, asyncio.Semaphore] = {}
         self._stop = False
+        self._draining = False  # set by an interrupt: no call starts until it is handled
         self.sleep = asyncio.sleep  # the backoff wait (tests record it instead)
         self.warn = _warn_stderr  # says once per run that answers came without usage
         self.poll_s = (0.02, 0.5)  # first and longest wait between looks at a claimed request
@@ -330,6 +332,9 @@ class LLMClient:
             ReplayMiss: a replay needs an answer the cache does not hold.
             ProviderUnavailable: no connection to a provider even after the retries.
             CacheError: the cache is damaged or cannot be written.
+            KeyboardInterrupt: Ctrl-C, or SIGTERM (``errors.Terminated``), raised once no
+                call is left running (:func:`interrupt.drain`: calls in flight finish within
+                the stop grace, the rest are never sent or are cancelled, claims released).
 
         Each is raised after every answer already received is stored.
         """
@@ -338,7 +343,20 @@ class LLMClient:
         loop = self._ensure_loop()
         fut = asyncio.run_coroutine_threadsafe(
             self._batch(list(requests), parse, where, tick), loop)
-        return fut.result()
+        try:
+            while True:
+                try:
+                    # in slices: the OS may hand a signal to another thread, which cannot wake
+                    # this wait; the handler then runs here within a slice
+                    return fut.result(timeout=interrupt.WAKE_S)
+                except TimeoutError:
+                    if fut.done():
+                        raise
+        except BaseException:  # Ctrl-C or SIGTERM (errors.Terminated) in this thread
+            if not fut.done():  # the batch's own error needs no drain
+                interrupt.drain(loop, fut, self._halt)
+                self._draining = False
+            raise
 
     async def _batch(self, requests: list[LLMRequest], parse: Parse | None, where: str,
                      tick: int | None) -> list[LLMResult]:
@@ -380,6 +398,8 @@ class LLMClient:
         errors = [g for g in got if isinstance(g, BaseException) and not isinstance(g, _Skipped)]
         if errors:
             raise errors[0]  # the first failing request in input order
+        if any(isinstance(g, _Skipped) for g in got):
+            raise _Skipped  # an interrupt stopped the batch (interrupt.drain)
         for i, (entry, fresh) in zip(todo, got, strict=True):
             entries[i] = entry
             if not fresh:
@@ -407,7 +427,7 @@ class LLMClient:
         while True:
             async with self._sem("*", self.max_concurrency), \
                     self._sem(route, self.route_concurrency.get(route, self.max_concurrency)):
-                if self._stop:
+                if self._stop or self._draining:
                     raise _Skipped
                 state, info = ("mine", None) if self.cache is None else self.cache.claim(
                     key, self._lease(req, route))
@@ -457,7 +477,7 @@ class LLMClient:
         start = time.monotonic()
         attempts = 0
         while True:
-            if self._stop:
+            if self._stop or self._draining:
                 raise _Skipped
             attempts += 1
             try:
@@ -643,6 +663,11 @@ class LLMClient:
             "answers_discarded": c["answers_discarded"],
             "replay": self.replay,
         }
+
+    def _halt(self) -> None:
+        # A flag apart from _stop, which each batch resets when it starts: an interrupt that
+        # comes before its batch has started must still stop it.
+        self._draining = True
 
     def _sem(self, name: str, size: int) -> asyncio.Semaphore:
         if name not in self._sems:
