@@ -133,8 +133,14 @@ unlock: setup  ## only when told to (a lock from another host, docs/resume.md): 
 # The paper (paper/Makefile): tables, figures, model cards and deviations of DESIGN under paper/
 # (confirmatory by default; DESIGN=exploratory; DESIGN=rehearse_confirmatory on mock answers).
 # Only free work runs first; `ma paper --help` lists every file.
+# When `ma paper` refuses (no live results yet, say), its one line would sit in the middle of
+# Snakemake's error report: it is repeated last, from the rule's log, with ma's exit code 2.
+PAPER_LOG := results/logs/paper.log
 paper: setup  ## the paper of DESIGN under paper/ (make paper DESIGN=exploratory)
-	$(SMK) --cores $(CORES) paper --config paper=$(DESIGN) --forcerun paper
+	@rm -f $(PAPER_LOG)
+	$(SMK) --cores $(CORES) paper --config paper=$(DESIGN) --forcerun paper || { \
+		why=$$(tr '\r' '\n' < $(PAPER_LOG) 2>/dev/null | grep -o 'ma paper: error: .*' | tail -n 1); \
+		[ -z "$$why" ] || { echo "$$why" >&2; exit 2; }; exit 1; }
 
 report: paper  ## paper/report.html: the Snakemake report with every table and figure of DESIGN
 	$(SMK) paper --config paper=$(DESIGN) --report paper/report.html
