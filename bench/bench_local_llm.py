@@ -149,6 +149,21 @@ def server_busy_s(log: Path) -> list[float]:
             if line.startswith("llama_perf_context_print:") and "total time" in line]
 
 
+def band_figures(run: Path, dec: pl.DataFrame) -> dict:
+    """Valid limit prices, and how many lie outside the band the request's schema carried
+    (``schema.price_band`` of the tick's mid, asset 0: the demo's one asset), by class."""
+    from market_agents.llm import schema, structured
+
+    mids = dict(pl.read_parquet(run / "ticks.parquet").filter(pl.col("asset") == 0)
+                .select("tick", "mid_price").rows())
+    priced = dec.filter(pl.col("valid") & pl.col("price").is_not_null())
+    classes = [structured.band_class(price, schema.price_band([mids[tick]]))
+               for tick, price in priced.select("tick", "price").rows()]
+    out = sum(c is not None for c in classes)
+    return {"limit_prices": priced.height, "limit_prices_out_of_band": out,
+            "out_of_band_rate": round(out / priced.height, 4) if priced.height else None}
+
+
 def run_figures(run: Path) -> dict:
     dec = pl.read_parquet(run / "llm_decisions.parquet")
     manifest = json.loads((run / "manifest.json").read_text())
@@ -166,7 +181,7 @@ def run_figures(run: Path) -> dict:
         "invalid_reasons": dict(sorted(
             dec.filter(pl.col("valid") == False)  # noqa: E712 - polars expression
             .group_by("error_detail").len().rows(), key=lambda kv: -kv[1])),
-    }
+    } | band_figures(run, dec)
 
 
 def figures(out: Path) -> dict:
@@ -204,6 +219,7 @@ def report(out: Path) -> int:
           f"floor {m['floor_s']} s (mock {m['floor_mock_s']} s + server {m['server_busy_s']} s)"
           f", x{m['vs_floor']}; valid {m['valid']}/{m['answered']} ({m['valid_rate']}); tokens "
           f"per decision {m['tokens_in_per_decision']} in, {m['tokens_out_per_decision']} out; "
+          f"limit prices outside the band {m['limit_prices_out_of_band']}/{m['limit_prices']}; "
           f"replay calls {m['replay_calls']}, identical {m['replay_identical']}")
     print(f"bazaar: {b['episodes']} episodes, {b['calls']} calls, server {b['server_busy_s']} s,"
           f" score {b['score']:.4f} (anchor {b['anchor_score']:.4f}), illegal {b['illegal']}; "
