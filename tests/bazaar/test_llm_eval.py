@@ -144,3 +144,16 @@ def test_bad_timeout_or_token_limit_is_a_one_line_error(tmp_path, capsys, flag, 
                  "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and not (tmp_path / "x").exists()
+
+
+def test_a_free_local_model_needs_no_row_in_the_price_table(tmp_path):
+    # issue 27: `--free` prices a server you run at 0 USD without a copy of config/prices.yaml
+    args = ["bazaar", "eval", "--tier", "micro", "--provider", "openai_compatible",
+            "--model", "smollm2-135m-instruct-q4_1", "--seeds", "1", "--usd-cap", "1",
+            "--out", str(tmp_path), "--results", str(tmp_path / "results")]
+    with bazaar_server() as server:
+        url = ["--base-url", f"{server.url}/v1"]
+        assert main([*args, *url, "--free"]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["usage"]["calls"] > 0 and summary["usage"]["usd_spent"] == 0.0
+    assert main([*args, *url]) == 2  # not declared free: no price, one line

@@ -60,6 +60,9 @@ def register_eval(bsub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     e.add_argument("--usd-cap", type=float, default=0.0,
                    help="USD cap for the whole evaluation (required > 0 for live providers)")
     e.add_argument("--base-url", default=None, help="openai_compatible server URL")
+    e.add_argument("--free", action="store_true",
+                   help="openai_compatible only: the model costs nothing (a server you run); "
+                   "priced at 0 USD without a row in the price table")
     e.add_argument("--max-output-tokens", type=int, default=1024,
                    help="most tokens one answer may have (default 1024; a small local model "
                    "runs faster with ~200)")
@@ -81,6 +84,7 @@ def cmd_eval(args: argparse.Namespace,
     end as ``spent_usd``); ``ma bazaar eval`` passes the project's spend ledger."""
     from market_agents.llm.client import LLMClient
     from market_agents.llm.config import LLMConfig, ProviderSettings
+    from market_agents.llm.pricing import run_prices
 
     tier = get_tier(args.tier)
     if args.seeds < 1:
@@ -98,7 +102,8 @@ def cmd_eval(args: argparse.Namespace,
             usd_cap=args.usd_cap, max_concurrency=args.concurrency,
             max_output_tokens=args.max_output_tokens, reasoning_effort=args.reasoning_effort,
             providers={args.provider: ProviderSettings(base_url=args.base_url,
-                                                       timeout_s=args.timeout)},
+                                                       timeout_s=args.timeout,
+                                                       free=args.free)},
         )
     except ValueError as exc:
         errors = getattr(exc, "errors", None)
@@ -106,7 +111,8 @@ def cmd_eval(args: argparse.Namespace,
         raise ConfigError(f"--provider {args.provider!r} / --model {model!r}: {msg}") from None
     mock_agent.register()
     seeds = eval_seeds(args.seeds) if args.split == "eval" else train_seeds(args.seeds)
-    client = LLMClient.from_settings(llm, cache_path=args.cache)  # checks cap and key; no call
+    # checks cap and key; no call
+    client = LLMClient.from_settings(llm, cache_path=args.cache, prices=run_prices(llm))
     try:
         record = (paying(args.usd_cap) if paying and llm.paid_routes()
                   else contextlib.nullcontext({}))

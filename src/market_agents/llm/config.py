@@ -42,6 +42,13 @@ class ProviderSettings(Strict):
     structured_output: Literal["json_schema", "json_object_schema", "grammar", "none"] | None = \
         Field(default=None, description="how the answer schema is sent (docs/local_models.md); "
               "default json_schema; json_object_schema for llama-cpp-python's server")
+    # Left out of the dump (and so of the config hash) unless set: configs written before the
+    # key existed keep their hash.
+    free: bool = Field(
+        default=False, exclude_if=lambda v: not v, description="openai_compatible only: the "
+        "route's models cost nothing (a local server); priced at an explicit 0 USD without "
+        "a row in the price table, and recorded so in the manifest's price_assumptions "
+        "(docs/local_models.md)")
     latency_s: float = Field(default=0.0, ge=0, le=10, description="mock only: simulated "
                              "latency per call (real providers answer in seconds)")
     invalid_rate: float = Field(default=0.05, ge=0, le=1, description="mock only")
@@ -120,6 +127,20 @@ class LLMConfig(Strict):
                 raise ValueError(f"providers.{route}.structured_output: {mode!r} is not sent by "
                                  f"kind {self.kind(route)!r}; use one of "
                                  f"{list(KIND_MODES[self.kind(route)])}")
+        for route, settings in self.providers.items():
+            if settings.free and self.kind(route) != "openai_compatible":
+                raise ValueError(f"providers.{route}.free: only an openai_compatible route (a "
+                                 f"server you run) can be declared free; {route!r} is kind "
+                                 f"{self.kind(route)!r}, priced from the price table")
+        free = self.free_models()
+        for route in self.routes():
+            if not self.settings(route).free:
+                for model in self.model_ids(route):
+                    if model in free:
+                        raise ValueError(
+                            f"models.{route}: {model!r} is also a model of the free route "
+                            f"{free[model]!r}; one model id has one price (give the local "
+                            "server's model another id)")
         library = [r for r in self.routes() if self.kind(r) == "library"]
         if library and not self.frozen_library:
             raise ValueError(f"provider_mix.{library[0]}: the library provider needs "
@@ -149,6 +170,12 @@ class LLMConfig(Strict):
     def paid_routes(self) -> list[str]:
         """Routes that call a paid provider (not the mock, not the frozen library)."""
         return [r for r in self.routes() if self.kind(r) not in FREE_KINDS]
+
+    def free_models(self) -> dict[str, str]:
+        """Model ids of the routes declared free (``providers.<route>.free``), each with its
+        route: they are priced at 0 USD (``PriceTable.with_free``)."""
+        return {model: route for route in self.routes() if self.settings(route).free
+                for model in self.model_ids(route)}
 
     def settings(self, route: str) -> ProviderSettings:
         """The route's provider settings (defaults when it declares none)."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
@@ -15,6 +16,9 @@ from market_agents.core import Strict, sha256_file, validation_message
 from market_agents.errors import ConfigError
 from market_agents.inputs import read_yaml
 from market_agents.llm.types import Usage
+
+if TYPE_CHECKING:
+    from market_agents.llm.config import LLMConfig
 
 DEFAULT_PATH = Path(__file__).resolve().parents[3] / "config" / "prices.yaml"
 PRICES_ENV = "MARKET_AGENTS_PRICES"
@@ -86,6 +90,27 @@ class PriceTable(Strict):
         return {m: self.price(m).model_dump() | {"per_tokens": self.per_tokens}
                 for m in sorted(set(models))}
 
+    def with_free(self, free: Mapping[str, str]) -> PriceTable:
+        """This table with a zero row for each model of a route declared free.
+
+        Args:
+            free: model id -> the route that declared it free (``LLMConfig.free_models``).
+
+        Returns:
+            A copy whose rows for those models cost 0 USD and name the declaration as their
+            source (so the manifest's ``price_assumptions`` says why they cost nothing); the
+            table itself when ``free`` is empty.
+        """
+        if not free:
+            return self
+        date = max((r.date for r in self.models.values()), default="1970-01-01")
+        rows = {m: ModelPrice(provider="openai_compatible", input=0.0, cached_input=0.0,
+                              output=0.0, date=date,
+                              source=f"declared free: population.llm.providers.{route}.free "
+                                     "(0 USD, not from the price table)")
+                for m, route in free.items()}
+        return self.model_copy(update={"models": self.models | rows})
+
     def provenance(self) -> dict[str, str]:
         """The table itself, for a run that priced no model (a classical run's manifest): its
         newest row's date, its source file (relative to the project when inside it) and the
@@ -131,6 +156,22 @@ def _load(path: str) -> PriceTable:
         return PriceTable.model_validate({**data, "path": path})
     except ValidationError as exc:
         raise ConfigError(f"{path}: {validation_message(exc, data)}") from None
+
+
+def run_prices(llm: LLMConfig) -> PriceTable:
+    """The price table a run of ``llm`` is priced from: :func:`load_prices`, with a zero row for
+    each model of a route declared free (``providers.<route>.free``).
+
+    Args:
+        llm: the run's ``population.llm`` config.
+
+    Returns:
+        The table (``PriceTable.with_free``).
+
+    Raises:
+        ConfigError: a missing or malformed table.
+    """
+    return load_prices().with_free(llm.free_models())
 
 
 def cost(model: str, usage: Usage, table: PriceTable | None = None) -> float:

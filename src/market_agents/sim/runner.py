@@ -179,8 +179,15 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
         # a missing key, price or cap stops a paying run here, before its run directory,
         # cache and spend-ledger record exist
         from market_agents.llm.client import LLMClient
+        from market_agents.llm.pricing import run_prices
 
-        LLMClient.check_settings(config.population.llm)
+        llm = config.population.llm
+        if llm.free_models():
+            # the same checks, on the table with the free routes' zero rows (the client
+            # builds its providers and makes no call)
+            LLMClient.from_settings(llm, prices=run_prices(llm)).close()
+        else:
+            LLMClient.check_settings(llm)
     out = prepare_out(out)
     prepare_cache(config, cache, out, new_cache, paid_runs)
     reference = Path(expect) if expect is not None else out

@@ -151,8 +151,8 @@ class Run:
             from market_agents.agents.llm_trader import LLMTraderPool
 
             self.pool = LLMTraderPool(config, self.streams, list(self.population.llm_slots),
-                                      cache_path, expected=expected,
-                                      expected_from=expected_from)
+                                      cache_path, client=_free_route_client(config, cache_path),
+                                      expected=expected, expected_from=expected_from)
         self.schedule: dict[int, list[int]] = {}
         for slot, kind in enumerate(self.population.types):  # ascending: slot order per tick
             if kind != "market_maker":  # makers quote every tick; LLM slots are never makers
@@ -300,6 +300,19 @@ def frame(rows: list[tuple], schema: dict[str, Any]) -> pl.DataFrame:
     One transpose, with no list copied per column: the order log has 8,000+ rows a run."""
     columns = zip(*rows, strict=True) if rows else [()] * len(schema)
     return pl.DataFrame(dict(zip(schema, columns, strict=True)), schema=schema)
+
+
+def _free_route_client(config: Config, cache_path: str | Path | None):
+    """The LLM client of a run with a route declared free (priced from the table with that
+    route's zero rows, ``pricing.run_prices``), or None: the pool builds its own client from
+    the plain table."""
+    llm = config.population.llm
+    if llm.frozen_library or not llm.free_models():
+        return None
+    from market_agents.llm.client import LLMClient
+    from market_agents.llm.pricing import run_prices
+
+    return LLMClient.from_settings(llm, cache_path, prices=run_prices(llm))
 
 
 def simulate(config: Config, seed: int, cache_path: str | Path | None = None,
