@@ -246,9 +246,13 @@ def test_every_paying_command_over_the_project_cap_is_refused_before_any_call(wo
         }
         assert api.requests == []
     _assert_refused(results, "USD exceeds the project cap 40.00 USD; no live call was made")
-    assert "refused: plan 0.0125 USD + spent 39.99 USD = 40.00 USD" in results["ma cell"].stderr
+    # a run is admitted at its worst case (its usd_cap), never at its plan; ma design looks
+    # at all its runs' plan first (and each run again at its worst case as it starts)
+    assert ("refused: worst case 0.5000 USD (its usd_cap; plan 0.0125 USD) + spent 39.99 USD "
+            "= 40.49 USD") in results["ma cell"].stderr
     assert "refused: plan 0.5000 USD + spent 39.99 USD" in results["ma bazaar eval"].stderr
-    assert "ma run pilot_25.yaml --out adhoc: refused: plan 0.01" in results["ma run"].stderr
+    assert ("ma run pilot_25.yaml --out adhoc: refused: worst case 0.4500 USD (its usd_cap; "
+            "plan 0.01") in results["ma run"].stderr
     for out in ("adhoc", "bz", "g.json", "results/runs/pilot_openai"):
         assert not (workdir / out).exists()
 
@@ -260,8 +264,44 @@ def test_pilot_cap_counts_the_pilot_designs_spend(workdir):
                    "--seed", "2", api=api)
         assert api.requests == []
     assert done.returncode == 2
-    assert ("plan 0.0125 USD + spent 5.00 USD = 5.01 USD exceeds the pilot cap 5.00 USD"
-            in done.stderr)
+    assert ("worst case 0.5000 USD (its usd_cap; plan 0.0125 USD) + spent 5.00 USD = 5.50 USD "
+            "exceeds the pilot cap 5.00 USD" in done.stderr), done.stderr
+
+
+def test_a_ledger_at_39_98_refuses_a_run_whose_worst_case_passes_40(workdir):
+    """Issue 25 item 5: a run admitted on its planning estimate (here 0.0125 USD) could pay
+    up to its usd_cap and take the ledger past the cap; it is admitted at its worst case."""
+    _spent(workdir, "earlier", 39.98)
+    config = _export(workdir, "config/test/designs/pilot_openai.yaml", "share_25", "p.yaml")
+    with FakeAPI() as api:
+        over = _ma(workdir, "run", config, "--seed", "1", "--out", "over", "--set",
+                   "population.llm.usd_cap=0.05", api=api)
+        assert api.requests == []
+        err = over.stderr.strip()
+        assert over.returncode == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
+        assert ("refused: worst case 0.0500 USD (its usd_cap; plan 0.01" in err
+                and "+ spent 39.98 USD = 40.03 USD exceeds the project cap 40.00 USD" in err), err
+        assert not (workdir / "over").exists()
+        assert ledger.spend(workdir / "results").unsettled_usd == 0  # refused: no record
+        # a worst case that fits is admitted, and counts at it while unsettled
+        fits = _ma(workdir, "run", config, "--seed", "1", "--out", "fits", "--set",
+                   "population.llm.usd_cap=0.02", api=api)
+        assert fits.returncode == 0, fits.stderr
+        assert api.requests
+    spent = ledger.spend(workdir / "results")
+    assert spent.unsettled_usd == 0 and spent.total_usd <= 40.0 + 1e-9
+
+
+def test_an_unsettled_job_counts_at_its_worst_case(tmp_path):
+    with pytest.raises(RuntimeError), ledger.paying(tmp_path, tmp_path / "killed", 0.01,
+                                                    worst_usd=0.5):
+        raise RuntimeError("killed")
+    assert ledger.spend(tmp_path).unsettled_usd == 0.5
+    with pytest.raises(BudgetExceeded, match=r"worst case 0.3000 USD \(its usd_cap; plan "
+                       r"0.0100 USD\) \+ spent 0.5000 USD = 0.8000 USD exceeds the project "
+                       r"cap 0.7000 USD"):
+        ledger.check(ledger.Caps(0.7), 0.01, "job", root=tmp_path, worst_usd=0.3)
+    ledger.check(ledger.Caps(0.7), 0.01, "job", root=tmp_path)  # at the plan it would pass
 
 
 def test_paid_jobs_are_in_the_ledger_while_they_run_and_after(workdir):

@@ -50,7 +50,8 @@ def main(args: argparse.Namespace) -> int:
 
     Raises:
         ConfigError: a bad config, ``--set`` or seed, an unwritable ``--out``.
-        BudgetExceeded: a paid run would pass the spend ledger's project or pilot cap.
+        BudgetExceeded: a paid run's worst case (its ``usd_cap``) plus the spend ledger
+            would pass the project or pilot cap.
         FreezeError: a confirmatory cell's config without a matching freeze.
         RunFailed: too many LLM calls failed (see :func:`market_agents.sim.runner.run_to_dir`).
 
@@ -66,10 +67,10 @@ def main(args: argparse.Namespace) -> int:
     check_seed(args.seed)
     prepare_out(args.out)
     guard = build_guard(args.results, args.deviation)
-    record, planned = guard.config_run(config, f"ma run {args.config} --out {args.out}")
+    record, planned, worst = guard.config_run(config, f"ma run {args.config} --out {args.out}")
     progress = False if args.quiet else None
     serving = {"new_cache": args.new_cache, "expect": args.expect}
-    paying = guard.paying(args.out, planned) if planned > 0 else None
+    paying = guard.paying(args.out, planned, worst_usd=worst) if planned > 0 else None
     out = run_to_dir(config, args.seed, args.out, args.cache, progress, record=record,
                      paying=paying, **serving)
     if not args.quiet:

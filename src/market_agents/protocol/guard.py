@@ -7,14 +7,17 @@ workflow job that can pay).
   still hold: the frozen files, the design as a whole, the commit, a clean work tree.
   Otherwise it is refused, unless the user passes ``--deviation "reason"``: the deviation is
   appended to ``deviations.jsonl`` and carried into every run manifest it touches.
-- **The spend ledger** (``protocol.ledger``): the job's planned USD plus the project's
-  recorded spend must stay within the project cap and, for the pilot design, the pilot cap;
-  refused before any call, naming cap, plan and spent.
+- **The spend ledger** (``protocol.ledger``): a run's worst case (what it can pay at most:
+  its ``usd_cap``, never its planning estimate) plus the project's recorded spend must stay
+  within the project cap and, for the pilot design, the pilot cap; refused before any call,
+  naming the worst case (and the plan), the ledger total and the cap. ``ma design`` first
+  checks all its runs at their plan, then each run again at its worst case as it starts.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,36 +109,75 @@ class Guard:
 
     # --- before paid work ---------------------------------------------------------------
 
-    def design_runs(self, design: Design, runs: list[tuple[str, int]],
-                    where: str) -> tuple[dict[str, Any], float]:
+    def design_runs(self, design: Design, runs: list[tuple[str, int]], where: str,
+                    worst: bool = True) -> tuple[dict[str, Any], float, float]:
         """Check live runs (cell, seed) of ``design`` before the first call: the freeze for
-        the confirmatory design, then the caps for their planned USD. Runs of cells that make
-        no paid call are free and pass. Returns the record for their manifests and their
-        planned USD (planning rate)."""
-        from market_agents.protocol.planning import plan_cell
+        the confirmatory design, then the caps.
+
+        Args:
+            design: the loaded design.
+            runs: the (cell, seed) runs to check; runs of cells that make no paid call are
+                free and pass.
+            where: the command, for a refusal's message.
+            worst: check the caps against the runs' worst case (each run's ``usd_cap``: a
+                run about to start); False: against their plan (``ma design``'s look at all
+                its runs before the first, each checked again at its worst case as it starts).
+
+        Returns:
+            The record for their manifests, their planned USD (planning rate) and their worst
+            case USD.
+
+        Raises:
+            FreezeError: a confirmatory design without a matching freeze.
+            BudgetExceeded: the caps would be passed (one line: amount, ledger total, cap).
+        """
+        from market_agents.protocol.planning import cell_worst_case_usd, plan_cell
 
         live = sorted({c for c, _ in runs if design.is_live(c)})
         if not live:
-            return {}, 0.0
+            return {}, 0.0, 0.0
         if self.is_confirmatory(design.name):
             rec = self.check_freeze(design)
         else:
             rec = self._deviation_only(design.name)
         per_run = {c: plan_cell(design, c).run_usd for c in live}
         planned = sum(per_run.get(c, 0.0) for c, _ in runs)
-        ledger.check(self.caps, planned, where, design.name, self.root)
-        return rec, planned
+        worst_per_run = {c: cell_worst_case_usd(design, c) for c in live}
+        worst_usd = sum(worst_per_run.get(c, 0.0) for c, _ in runs)
+        if math.isinf(worst_usd):  # no usd_cap: say so, not "worst case inf USD"
+            from market_agents.llm.client import LLMClient
 
-    def config_run(self, config, where: str) -> tuple[dict[str, Any], float]:
+            for c in live:
+                LLMClient.check_settings(design.cell_config(c).population.llm)
+        ledger.check(self.caps, planned, where, design.name, self.root,
+                     worst_usd=worst_usd if worst else None)
+        return rec, planned, worst_usd
+
+    def config_run(self, config, where: str) -> tuple[dict[str, Any], float, float]:
         """Check a live run of a bare config (``ma run``): the freeze when the config is one
-        of the confirmatory design's live cells (now, or as frozen), then the caps. Returns
-        the record for its manifest and its planned USD (0.0: no paid call)."""
+        of the confirmatory design's live cells (now, or as frozen), then the caps against
+        its worst case (``planning.worst_case_usd``: its ``usd_cap``).
+
+        Returns:
+            The record for its manifest, its planned USD and its worst case USD (both 0.0:
+            no paid call).
+
+        Raises:
+            FreezeError: a confirmatory cell's config without a matching freeze.
+            BudgetExceeded: its worst case plus the ledger would pass a cap.
+            ConfigError: a live run without a ``usd_cap`` (``LLMClient.check_settings``).
+        """
         from market_agents.config import config_hash
-        from market_agents.protocol.planning import plan_config
+        from market_agents.protocol.planning import plan_config, worst_case_usd
 
         planned = plan_config(config)
         if planned <= 0:
-            return {}, 0.0
+            return {}, 0.0, 0.0
+        worst_usd = worst_case_usd(config)
+        if math.isinf(worst_usd):  # no usd_cap: say so, not "worst case inf USD"
+            from market_agents.llm.client import LLMClient
+
+            LLMClient.check_settings(config.population.llm)
         digest = config_hash(config)
         design = self._confirmatory_design()
         frozen = self._frozen() or {}
@@ -144,14 +186,16 @@ class Guard:
         confirmatory = any(c.get("config_hash") == digest
                            for c in [*frozen_cells, *now_cells])
         rec = self.check_freeze(design) if confirmatory else self._deviation_only(None)
-        ledger.check(self.caps, planned, where, None, self.root)
-        return rec, planned
+        ledger.check(self.caps, planned, where, None, self.root, worst_usd=worst_usd)
+        return rec, planned, worst_usd
 
     def _confirmatory_design(self) -> Design | None:
         path = self.confirmatory_file
         return load_design(path) if path is not None and path.exists() else None
 
     def paying(self, out: Path | str, planned_usd: float, kind: str = "run",
-               design: str | None = None) -> AbstractContextManager[dict[str, Any]]:
-        """The job's spend record in the ledger (``ledger.paying``)."""
-        return ledger.paying(self.root, out, planned_usd, kind, design)
+               design: str | None = None, worst_usd: float | None = None
+               ) -> AbstractContextManager[dict[str, Any]]:
+        """The job's spend record in the ledger (``ledger.paying``): counted at ``worst_usd``
+        (else ``planned_usd``) until it settles."""
+        return ledger.paying(self.root, out, planned_usd, kind, design, worst_usd)

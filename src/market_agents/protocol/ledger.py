@@ -10,10 +10,12 @@ a separate tally that could drift:
   first call (with its planned USD) and settled with what it paid when it ends. A job outside
   ``<root>/runs`` (``ma run --out`` elsewhere, a live Bazaar evaluation) is known to the
   ledger only through its record; a job that never settled (killed, or still running) counts
-  at its planned USD until it is resumed and finishes.
+  at its worst case (what it can pay at most, its ``usd_cap``) until it is resumed and
+  finishes; a record without a worst case, at its planned USD.
 
-:func:`check` refuses a new job before any call when its plan plus the recorded spend passes a
-cap, naming the cap, the plan and the spent amount. Rehearsals, sanity and smoke runs keep
+:func:`check` refuses a new job before any call when its worst case (a run's ``usd_cap``,
+never its planning estimate) plus the recorded spend passes a cap, naming the ledger total,
+the job's worst case and the cap. Rehearsals, sanity and smoke runs keep
 their own results root, so they never count against (or change) the live ledger.
 """
 
@@ -60,7 +62,8 @@ class Spend:
 
     @property
     def unsettled_usd(self) -> float:
-        """The planned USD of jobs that started and never recorded what they paid."""
+        """The worst case (else planned) USD of jobs that started and never recorded what
+        they paid."""
         return sum(e.usd for e in self.entries if not e.settled)
 
     def design_usd(self, design: str) -> float:
@@ -121,9 +124,10 @@ def spend(root: Path | str = "results") -> Spend:
         elif rec["kind"] == "run" and is_complete(out) and recorded_usd(out) is not None:
             entries.append(Entry("run", rec["out"], rec.get("design"), recorded_usd(out) or 0.0,
                                  True))
-        else:
+        else:  # it may have paid up to its worst case before it stopped
+            held = rec.get("worst_usd")
             entries.append(Entry(rec["kind"], rec["out"], rec.get("design"),
-                                 float(rec["planned_usd"]), False))
+                                 float(rec["planned_usd"] if held is None else held), False))
     return Spend(tuple(entries))
 
 
@@ -132,10 +136,12 @@ def usd(x: float) -> str:
     return f"{x:.2f}" if x == 0 or abs(x) >= 1 else f"{x:.4f}"
 
 
-def refuse(what: str, cap: float, plan: float, spent: float, where: str, advice: str) -> None:
-    """Raise :class:`BudgetExceeded` naming the cap, the plan and the spent amount."""
+def refuse(what: str, cap: float, plan: float, spent: float, where: str, advice: str,
+           amount: str = "plan", note: str = "") -> None:
+    """Raise :class:`BudgetExceeded` naming the cap, the job's amount (``plan``, or what
+    ``amount`` says it is, with ``note`` after it) and the spent amount (the ledger total)."""
     raise BudgetExceeded(
-        f"{where}: refused: plan {usd(plan)} USD + spent {usd(spent)} USD = "
+        f"{where}: refused: {amount} {usd(plan)} USD{note} + spent {usd(spent)} USD = "
         f"{usd(plan + spent)} USD exceeds the {what} {usd(cap)} USD; no live call was made. "
         f"{advice}"
     )
@@ -151,9 +157,10 @@ class Caps:
 
 
 def check(caps: Caps, planned_usd: float, where: str, design: str | None = None,
-          root: Path | str = "results") -> Spend:
-    """Refuse (:class:`BudgetExceeded`) a job whose ``planned_usd`` plus the recorded spend
-    passes the project cap or, for the pilot design, the pilot cap. Returns the ledger read.
+          root: Path | str = "results", worst_usd: float | None = None) -> Spend:
+    """Refuse (:class:`BudgetExceeded`) a job whose worst case (``worst_usd``; without one,
+    ``planned_usd``) plus the recorded spend passes the project cap or, for the pilot design,
+    the pilot cap. Returns the ledger read.
 
     Args:
         caps: the project cap and, for the pilot design, the pilot cap (USD).
@@ -161,19 +168,32 @@ def check(caps: Caps, planned_usd: float, where: str, design: str | None = None,
         where: what is checked, for the message (``ma cell pilot_openai/share_25 seed 1``).
         design: the design the job belongs to (None for jobs outside a design).
         root: the results root whose ledger is read.
+        worst_usd: the most the job can pay (a run's ``usd_cap``:
+            ``planning.worst_case_usd``); when given, the caps are checked against it and
+            the message names it beside the plan.
+
+    Raises:
+        BudgetExceeded: one line naming the ledger total, the job's amount and the cap.
+        ConfigError: a spend record cannot be read.
     """
+    amount, admitted, note = "plan", planned_usd, ""
+    if worst_usd is not None:
+        amount, admitted = "worst case", worst_usd
+        note = f" (its usd_cap; plan {usd(planned_usd)} USD)"
     ledger = spend(root)
     advice = (f"Spend recorded in {Path(root)}/ (`ma spend` lists it); lower the plan or raise "
               "the cap in config/workflow.yaml.")
     if ledger.unsettled_usd:
         advice += (f" {usd(ledger.unsettled_usd)} USD of it is jobs that started and never "
-                   "finished (counted at their plan until resumed).")
+                   "finished (counted at their worst case until resumed).")
     if caps.pilot_cap_usd is not None and design is not None and design == caps.pilot:
         spent = ledger.design_usd(design)
-        if planned_usd + spent > caps.pilot_cap_usd + 1e-9:
-            refuse("pilot cap", caps.pilot_cap_usd, planned_usd, spent, where, advice)
-    if planned_usd + ledger.total_usd > caps.project_cap_usd + 1e-9:
-        refuse("project cap", caps.project_cap_usd, planned_usd, ledger.total_usd, where, advice)
+        if admitted + spent > caps.pilot_cap_usd + 1e-9:
+            refuse("pilot cap", caps.pilot_cap_usd, admitted, spent, where, advice, amount,
+                   note)
+    if admitted + ledger.total_usd > caps.project_cap_usd + 1e-9:
+        refuse("project cap", caps.project_cap_usd, admitted, ledger.total_usd, where, advice,
+               amount, note)
     return ledger
 
 
@@ -185,17 +205,20 @@ def record_path(root: Path | str, out: Path | str) -> Path:
 
 @contextlib.contextmanager
 def paying(root: Path | str, out: Path | str, planned_usd: float, kind: str = "run",
-           design: str | None = None) -> Iterator[dict[str, Any]]:
+           design: str | None = None, worst_usd: float | None = None
+           ) -> Iterator[dict[str, Any]]:
     """Record a paid job in the ledger before its first call and settle it when it ends.
 
     Yields the record; the caller sets ``record["spent_usd"]`` to what the job paid (a run
-    under ``<root>/runs`` need not: its manifest is its record). A job that raises stays
-    unsettled, counted at ``planned_usd`` until a rerun of the same output settles it.
+    under ``<root>/runs`` need not: its manifest is its record). A job that raises (killed,
+    interrupted) stays unsettled, counted at ``worst_usd`` (else ``planned_usd``) until a
+    rerun of the same output settles it: until then nobody knows it paid less.
     """
     path = record_path(root, out)
     rec: dict[str, Any] = {
         "kind": kind, "out": str(Path(out).resolve()), "design": design,
-        "planned_usd": round(planned_usd, 6), "spent_usd": None,
+        "planned_usd": round(planned_usd, 6),
+        "worst_usd": None if worst_usd is None else round(worst_usd, 6), "spent_usd": None,
         "command": " ".join(["ma", *sys.argv[1:]]) if sys.argv else "ma",
         "started_at": _now(), "settled_at": None,
     }

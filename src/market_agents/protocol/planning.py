@@ -158,6 +158,40 @@ def plan_config(config: Config, tokens_in: int = _TOKENS.tokens_in,
     return sum(d * rates[m] for m, d in by_model.items())
 
 
+def worst_case_usd(config: Config) -> float:
+    """The most one run of ``config`` can pay: what the spend ledger admits it at.
+
+    The run's budget reserves each call's worst case before sending it and refuses a call
+    that could take the priced spend past ``usd_cap`` (or past a route's own ``usd_cap``), so
+    a run never pays more than its ``usd_cap``, or the sum of its paid routes' caps when every
+    paid route has one and they are lower. Its planning estimate can be far below (a run
+    billed at its worst case is), which is why no cap is checked against the plan alone.
+
+    Args:
+        config: the run's validated config.
+
+    Returns:
+        USD; 0.0 when the run makes no paid call (no live decision, or a replay); ``inf`` for
+        a live run without a cap (refused before any call by ``LLMClient.check_settings``).
+    """
+    return _capped(config) if plan_config(config) > 0 else 0.0
+
+
+def cell_worst_case_usd(design: Design, cell: str) -> float:
+    """The most one run of a design's ``cell`` can pay (see :func:`worst_case_usd`); 0.0 for
+    a cell that makes no paid call."""
+    return _capped(design.cell_config(cell)) if design.is_live(cell) else 0.0
+
+
+def _capped(config: Config) -> float:
+    llm = config.population.llm
+    worst = llm.usd_cap if llm.usd_cap > 0 else math.inf
+    route_caps = [llm.settings(r).usd_cap for r in llm.paid_routes()]
+    if route_caps and all(c is not None for c in route_caps):
+        worst = min(worst, sum(route_caps))
+    return worst
+
+
 def plan_cell(design: Design, cell: str, tokens_in: int = _TOKENS.tokens_in,
               tokens_out: int = _TOKENS.tokens_out,
               max_seeds: int | None = None) -> CellPlan:

@@ -94,9 +94,9 @@ def simulate(design: Design, cell: str, seed: int, mock: bool = False,
     paid = paid_runs(design, mock, root) if cache is not None else None
     record, paying = None, None
     if guard is not None and not mock and design.is_live(cell):
-        record, planned = guard.design_runs(design, [(cell, seed)],
-                                            f"ma cell {design.name}/{cell} seed {seed}")
-        paying = guard.paying(out, planned, design=design.name)
+        record, planned, worst = guard.design_runs(design, [(cell, seed)],
+                                                   f"ma cell {design.name}/{cell} seed {seed}")
+        paying = guard.paying(out, planned, design=design.name, worst_usd=worst)
     return run_to_dir(config, seed, out, cache, progress=progress, new_cache=new_cache,
                       paid_runs=paid, record=record, paying=paying)
 
@@ -325,7 +325,8 @@ def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | 
     if guard is not None:
         unfinished = [(c, s) for c, s in live if not is_complete(run_dir(design.name, c, s,
                                                                          root=root))]
-        guard.design_runs(design, unfinished, f"ma design {design.name}")
+        # all its runs at their plan first; each again at its worst case as it starts
+        guard.design_runs(design, unfinished, f"ma design {design.name}", worst=False)
     counts = {"ran": 0, "scored": 0, "reused": 0}
     bar = tqdm(total=len(todo), desc=design.name, unit="run", disable=progress is False)
 
