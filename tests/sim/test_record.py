@@ -44,7 +44,7 @@ def test_fatal_error_stops_the_run_with_one_line_and_records_nothing(tmp_path, f
     assert not (tmp_path / "run").exists() and stored(tmp_path / "cache") == 0
     assert 1 <= len(api.requests) <= 5  # the first tick's batch at most: never retried
     # no temp dirs, no failed record; results/ holds the spend ledger's record of the job
-    # (unsettled, so counted at its planned USD: docs/guards.md)
+    # (unsettled, so counted at its worst case, its usd_cap: docs/guards.md)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "results"]
 
 
@@ -238,7 +238,7 @@ def test_cache_path_that_is_a_file_or_unwritable_or_on_a_full_disk(tmp_path):
     err = one_line_error(proc)
     assert f"--cache {full / 'cache'}" in err and ("full" in err or "large" in err), err
     # the full disk shows only once the run opens its cache, after the checks: the spend
-    # ledger keeps that job's record (unsettled: counted at its planned USD until a rerun)
+    # ledger keeps that job's record (unsettled: counted at its worst case until a rerun)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "full", "results"]
 
 
