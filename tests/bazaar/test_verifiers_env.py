@@ -191,3 +191,30 @@ def test_vf_eval_with_no_server_reports_zero_reward(tmp_path):
     outputs = [json.loads(line) for line in saved[0].read_text().splitlines()]
     assert len(outputs) == 2 and all(o["reward"] == 0.0 for o in outputs)
     print("vf-eval exit status with no server:", result.returncode)
+
+
+def test_the_fake_llama_cpp_python_server_rejects_tool_calls_null():
+    from market_agents.testing.fakeserver import check_request
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"},
+                                       {"role": "assistant", "content": "y", "tool_calls": None}]}
+    assert check_request("/v1/chat/completions", body, "llama_cpp_python") == (
+        500, ["messages.1.tool_calls: Input should be a valid list"])
+    del body["messages"][1]["tool_calls"]
+    assert check_request("/v1/chat/completions", body, "llama_cpp_python") == (200, [])
+
+
+def test_evaluation_against_a_llama_cpp_python_like_server_plays_every_turn():
+    """Issue 27: verifiers sent each assistant turn back with `tool_calls: null`, which
+    llama-cpp-python's server answers with HTTP 500, so every rollout died after turn 1."""
+    with bazaar_server("llama_cpp_python") as server:
+        outputs = _evaluate(f"{server.url}/v1")
+        statuses = [r["status"] for r in server.requests]
+        sent = [m for r in server.requests for m in r["body"]["messages"]]
+    assert statuses == [200] * (2 * 11)
+    assert not any("tool_calls" in m and m["tool_calls"] is None for m in sent)
+    assert any(m["role"] == "assistant" for m in sent)
+    for o in outputs:
+        assert o["metrics"]["bazaar_errored"] == 0.0
+        assert o["reward"] == pytest.approx(play("micro", int(o["info"]["seed"]), act)["reward"],
+                                            abs=1e-12)

@@ -31,10 +31,11 @@ def answer(body: dict[str, Any], digest: bytes) -> str:
     return reply([text for role, text in messages(body) if role == "user"][-1])
 
 
-def bazaar_server() -> FakeAPI:
+def bazaar_server(server: str = "vllm") -> FakeAPI:
     """A fake OpenAI-compatible server playing ``reply`` (use as a context manager; the SDK's
-    base URL is ``f"{api.url}/v1"``)."""
-    return FakeAPI(answer=answer, tokens=TOKENS)
+    base URL is ``f"{api.url}/v1"``); ``server``: which server's request checks it applies
+    (``fakeserver.SERVERS``)."""
+    return FakeAPI(answer=answer, tokens=TOKENS, server=server)
 
 
 def act(state: dict) -> str:

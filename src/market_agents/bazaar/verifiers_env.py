@@ -1,8 +1,9 @@
 """The ``verifiers`` adapter: ``load_environment(tier=..., num_train_examples=...,
 num_eval_examples=...)`` returns a ``vf.MultiTurnEnv`` over the Bazaar engine.
 
-Needs the optional extra (``uv sync --extra bazaar``; ``verifiers>=0.3.0,<0.4``, since 0.4
-removed ``MultiTurnEnv``). The engine never imports this module. Live play steps a
+Needs the optional ``bazaar`` extra (``make setup`` installs every extra;
+``verifiers>=0.3.0,<0.4``, since 0.4 removed ``MultiTurnEnv``). The engine never imports
+this module. Live play steps a
 :class:`BazaarEnv` kept in the rollout state, but the reward does not trust it: it replays the
 assistant messages of the finished transcript through a fresh engine, so the reward is a pure
 function of (tier, seed, messages), whatever happened during the rollout.
@@ -14,6 +15,7 @@ request) is errored, never a string of passes: reward, score and format bonus 0,
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from market_agents.bazaar.engine import BazaarEnv
@@ -69,6 +71,42 @@ def rollout_scores(info: dict, completion: Any, state: Any = None) -> dict[str, 
             "format_bonus": float(rep["format_bonus"]), "errored": 0.0}
 
 
+def drop_null_fields(native: list[Any]) -> list[Any]:
+    """Chat messages as sent, without the keys whose value is null (``tool_calls: null``).
+
+    verifiers writes every assistant turn back with ``tool_calls`` (and
+    ``reasoning_content``) set to null when there are none; llama-cpp-python's server types
+    ``tool_calls`` as a list and answers a null with HTTP 500, so a rollout died after its
+    first turn. An absent key means the same to every server. ``content`` is kept even when
+    null (an assistant message that only calls tools).
+
+    Args:
+        native: the client's native messages (dicts; anything else passes unchanged).
+
+    Returns:
+        The messages, each dict without its null keys but ``content``.
+    """
+    return [{k: v for k, v in m.items() if v is not None or k == "content"}
+            if isinstance(m, dict) else m for m in native]
+
+
+def _without_null_fields(client: Any) -> Any:
+    """A shallow copy of a verifiers client whose native prompt has no null keys
+    (:func:`drop_null_fields`); a client without ``to_native_prompt`` is returned as it is.
+    The copy shares the original's HTTP client; the original is left untouched."""
+    original = getattr(client, "to_native_prompt", None)
+    if original is None:
+        return client
+
+    async def to_native_prompt(messages):
+        native, extra = await original(messages)
+        return drop_null_fields(native), extra
+
+    wrapped = copy.copy(client)
+    wrapped.to_native_prompt = to_native_prompt  # the instance's, which get_response calls
+    return wrapped
+
+
 def _rows(tier: Tier, seeds: list[int]) -> list[dict]:
     rows = []
     for s in seeds:
@@ -102,6 +140,11 @@ def load_environment(tier: str = "micro", num_train_examples: int = 1000,
             if done:
                 state["final_env_response"] = response
             return response
+
+        async def get_model_response(self, state, prompt, client=None, **kw):
+            client = client if client is not None else state["client"]
+            return await super().get_model_response(
+                state, prompt, client=_without_null_fields(client), **kw)
 
         @vf.cleanup
         async def drop_engine(self, state):

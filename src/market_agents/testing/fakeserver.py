@@ -145,6 +145,12 @@ def check_request(path: str, body: dict[str, Any], server: str = "vllm"
         if server == "llama_cpp_python" and kind == "json_schema":
             # what llama-cpp-python's server answers (a validation error as HTTP 500)
             return 500, ["response_format.type: Input should be 'text' or 'json_object'"]
+        nulls = [i for i, m in enumerate(body.get("messages") or [])
+                 if isinstance(m, dict) and "tool_calls" in m and m["tool_calls"] is None]
+        if server == "llama_cpp_python" and nulls:
+            # its request model types tool_calls as a list (omitted when there are none): a
+            # null fails validation, which that server answers with HTTP 500
+            return 500, [f"messages.{nulls[0]}.tool_calls: Input should be a valid list"]
         if server == "prompt_only" and (fmt is not None or "grammar" in body):
             problems.append("this server takes no response_format or grammar")
         elif server == "vllm" and fmt is not None and (
