@@ -91,3 +91,21 @@ def test_a_runs_answer_dates_come_from_its_cache_entries_not_the_clock(tmp_path)
     from market_agents.protocol.paper import _dates
 
     assert _dates(json.loads((tmp_path / "a" / "manifest.json").read_text()))[1] != "2020-01-01"
+
+
+def test_every_cache_entry_records_the_prompt_and_schema_hashes(tmp_path):
+    from market_agents.llm.cache import ResponseCache
+
+    cache = tmp_path / "cache"
+    assert ma(["run", str(ROOT / "config/baseline.yaml"), "--seed", "1", "--set",
+               "population.llm_share=0.05", "--set", "simulation.ticks=80", "--cache",
+               str(cache), "--out", str(tmp_path / "a")]) == 0
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    store = ResponseCache(cache, readonly=True)
+    try:
+        entries = [store.get(k) for k in store.keys()]
+    finally:
+        store.close()
+    assert entries and all(e["request"]["prompt_version"] == "v1" for e in entries)
+    assert {e["request"]["prompt_sha256"] for e in entries} == {manifest["prompt_sha256"]}
+    assert {e["request"]["schema_sha256"] for e in entries} == {manifest["schema_sha256"]}

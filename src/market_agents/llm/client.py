@@ -544,6 +544,7 @@ class LLMClient:
         if payload.get("json_schema") is not None:  # ~1 kB per entry, the same in every entry
             payload["json_schema"] = {"sha256": hashlib.sha256(
                 canonical_json(payload["json_schema"]).encode()).hexdigest()}
+        payload.update(req.identity)  # the prompt and schema as sent, besides their labels
         body: dict[str, Any] = {
             "request": payload,
             "status": "failed" if resp is None else "answered",
