@@ -129,3 +129,37 @@ def test_sigterm_a_live_run_at_random_moments_then_resume(tmp_path):
     print(f"\nSIGTERM figures (ma run, {TRIES} tries, max_concurrency {CONCURRENCY}): "
           f"requests {n_clean}, sent over the tries and the resume {sent}, before the resume "
           f"{before}")
+
+
+def test_sigterm_a_live_ma_cell_then_resume(workdir):
+    """The same stop in a design's cell (`ma cell`, as a workflow job runs it): exit 143, no
+    claim in the design's cache, the spend record unsettled at the run's worst case; the same
+    command finishes the run and settles it, sending no request twice."""
+    from market_agents.protocol import ledger
+    from tests.support.workflow import BIN
+    from tests.support.workflow import env as workflow_env
+
+    gate = Gate()
+    cmd = [str(BIN / "ma"), "cell", "config/test/designs/pilot_openai.yaml", "share_25",
+           "--seed", "1"]
+    cache = workdir / "results/cache/pilot_openai.sqlite"
+    with FakeAPI(latency_s=0.01, answer=gate.answer) as api:
+        keys = workflow_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=f"{api.url}/v1",
+                            MARKET_AGENTS_GUARDS='{"designs_dir": "config/test/designs"}')
+        proc = subprocess.Popen(cmd, cwd=workdir, env=keys, start_new_session=True, text=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        terminate_at_random_moment(proc, gate, random.Random(4), in_flight=True)
+        err = proc.communicate(timeout=300)[1]
+        assert proc.returncode == 143, err[-3000:]
+        assert err.strip().startswith("ma cell: terminated (SIGTERM)"), err[-3000:]
+        assert api.wait_idle(300)
+        c = ResponseCache(cache, readonly=True)
+        assert c.claims() == [] and len(c) == api.n_arrived > 0
+        c.close()
+        spent = ledger.spend(workdir / "results")
+        assert spent.unsettled_usd == 0.5  # the run's usd_cap: it might have paid that much
+        done = subprocess.run(cmd, cwd=workdir, env=keys, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert api.n_arrived == stored(cache)  # no request was sent twice
+    assert ledger.spend(workdir / "results").unsettled_usd == 0
