@@ -29,6 +29,10 @@ CONCURRENCY = 4
 LIVE = {"simulation__ticks": 45, "simulation__burn_in": 20, "simulation__decision_interval": 1,
         "population__llm_share": 0.4, "population__llm__max_concurrency": CONCURRENCY}
 SERVING = ("latency_s",)  # llm_decisions: how long the call took, not what was said
+# Every call here ends within milliseconds of its release; a grace far above that keeps a
+# loaded machine from turning one into a cancelled call (tests/llm/test_interrupt.py covers
+# the cancel at the grace's end)
+GRACE = {"MARKET_AGENTS_STOP_GRACE_S": "300"}
 
 
 class Gate:
@@ -99,7 +103,7 @@ def test_sigterm_a_live_run_at_random_moments_then_resume(tmp_path):
     gate = Gate()
     with FakeAPI(latency_s=0.01, answer=gate.answer) as api:
         for i in range(TRIES):
-            proc = subprocess.Popen(ma_run_cmd(out, cache, 1, **LIVE), env=env(api),
+            proc = subprocess.Popen(ma_run_cmd(out, cache, 1, **LIVE), env=env(api, **GRACE),
                                     cwd=tmp_path, start_new_session=True, text=True,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             terminate_at_random_moment(proc, gate, rng, in_flight=i % 2 == 0)
@@ -145,7 +149,8 @@ def test_sigterm_a_live_ma_cell_then_resume(workdir):
     cache = workdir / "results/cache/pilot_openai.sqlite"
     with FakeAPI(latency_s=0.01, answer=gate.answer) as api:
         keys = workflow_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=f"{api.url}/v1",
-                            MARKET_AGENTS_GUARDS='{"designs_dir": "config/test/designs"}')
+                            MARKET_AGENTS_GUARDS='{"designs_dir": "config/test/designs"}',
+                            **GRACE)
         proc = subprocess.Popen(cmd, cwd=workdir, env=keys, start_new_session=True, text=True,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         terminate_at_random_moment(proc, gate, random.Random(4), in_flight=True)
