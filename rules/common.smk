@@ -15,6 +15,9 @@ holder.guard(workflow)
 W = Workflow(config)
 WF = W.config
 MA = W.ma
+# A free run deleted (or changed) under its batch record voids the record, so its batch and
+# the gather after it are made again (market_agents.pipeline.workflow).
+W.vet_batch_records()
 # The serving switches of this invocation (`--config replay=true`, `new_cache=true`) reach every
 # `ma` job through the environment, not as rule parameters (toggling them re-runs nothing).
 W.export_serving_switches()

@@ -189,3 +189,31 @@ def test_the_workflow_passes_its_guard_settings_to_every_job(monkeypatch):
     monkeypatch.setenv(GUARD_ENV, "{broken")
     with pytest.raises(ConfigError, match=r"\$MARKET_AGENTS_GUARDS: not valid JSON"):
         guard_settings()
+
+
+def test_batch_records_are_vetted_against_their_runs(wf, tmp_path, capsys):
+    import json
+
+    from market_agents.core import sha256_file
+
+    cell = tmp_path / "results/runs/d/c"
+    for seed in ("seed0001", "seed0002"):
+        (cell / seed).mkdir(parents=True)
+        (cell / seed / OUTCOMES_FILE).write_text(f'{{"{seed}": 1}}')
+    vouched = {s: sha256_file(cell / s / OUTCOMES_FILE) for s in ("seed0001", "seed0002")}
+    good = cell / "runs_0001-0002_0123456789ab.json"
+    good.write_text(json.dumps({"outcomes_sha256": vouched}))
+    gathered = cell.parent / "outcomes.parquet"
+    gathered.write_text("gathered")
+    root = tmp_path / "results"
+    assert wf.vet_batch_records(root) == [] and good.exists() and gathered.exists()
+
+    unreadable = cell / "runs_0003-0003_0123456789ab.json"
+    unreadable.write_text("{not json")
+    (cell / "seed0002" / OUTCOMES_FILE).write_text("{}")  # changed by hand
+    assert wf.vet_batch_records(root) == [str(cell / "seed0002"), str(unreadable)]
+    assert not good.exists() and not unreadable.exists() and not gathered.exists()
+    assert not (cell / "seed0002" / OUTCOMES_FILE).exists()  # scored again by its batch
+    assert (cell / "seed0001" / OUTCOMES_FILE).exists()
+    assert f"market_agents: {cell / 'seed0002'} is gone or changed since {good}" in (
+        capsys.readouterr().err)

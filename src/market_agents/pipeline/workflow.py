@@ -22,7 +22,9 @@ from market_agents.errors import ConfigError
 from market_agents.pipeline.workflow_config import WorkflowConfig, validate_workflow_config
 from market_agents.protocol import gate
 from market_agents.protocol.design import (
+    RESULTS,
     RUNS_FILE,
+    RUNS_GLOB,
     cache_path,
     cell_runs_path,
     design_dir,
@@ -36,6 +38,8 @@ from market_agents.protocol.steps import CONTROL_SD_FILE
 from market_agents.protocol.tiers import label, tier_key
 from market_agents.sim.rundir import OUTCOMES_FILE, RUN_FILES
 
+# What `ma gather` writes in a design's folder (outcomes.parquet, outcomes_<tier>.parquet).
+OUTCOMES_PARQUETS = "outcomes*.parquet"
 RUN_PATTERN = "results/{kind}/{{design}}/{{cell}}/seed{{seed}}"  # kind: runs | rehearsal
 TARGETS = ("all, exploratory, sigma, pilot, freeze, tier_T1 … tier_T6, confirmatory, "
            "sensitivity, repilot, rehearse_pilot, rehearse_freeze, rehearse_T1 … rehearse_T6, "
@@ -101,6 +105,44 @@ class Workflow:
         n = self.config.runs_per_job
         return {str(cell_runs_path(design, cell, seeds[i:i + n], chash)): seeds[i:i + n]
                 for i in range(0, len(seeds), n)}
+
+    def vet_batch_records(self, root: Path | str = RESULTS) -> list[str]:
+        """Drop every batch record of free runs whose runs are no longer all there
+        (``steps.broken_cell_runs``), saying so on stderr, and remove the design's gathered
+        parquet files, which report those runs as they were (derived files, gathered again at
+        no cost): Snakemake then gathers again, which needs the batch again (``ma cell`` keeps
+        the runs that are finished), instead of "Nothing to be done" over a deleted run.
+        Snakemake makes a missing file only for a job that must run, and judges a gather's
+        age by its own records, not by the file's time, so the gathered file must go. Called
+        once as the Snakefile is read, before Snakemake looks at any file (it caches what
+        exists while it builds the DAG).
+
+        Args:
+            root: the results folder (default ``results``).
+
+        Returns:
+            The runs (or unreadable records) that voided a record, one per record dropped.
+        """
+        from market_agents.protocol.steps import broken_cell_runs
+
+        gone = []
+        runs = design_dir("any", root=root).parent  # <root>/runs: every design's folder
+        for record in sorted(runs.glob(f"*/*/{RUNS_GLOB}")):
+            run = broken_cell_runs(record)
+            if run is None:
+                continue
+            print(f"market_agents: {run} is gone or changed since {record} vouched for it: "
+                  "its batch is made again", file=sys.stderr)
+            gone.append(run)
+            # the gathered files first: if this stops half-way, the record still voids them
+            for gathered in record.parent.parent.glob(OUTCOMES_PARQUETS):
+                gathered.unlink(missing_ok=True)
+            # an outcomes.json other than the one vouched for is scored again from the run's
+            # ticks (``ma cell`` keeps a finished run's outcomes.json as it finds it)
+            if Path(run).is_dir():
+                (Path(run) / OUTCOMES_FILE).unlink(missing_ok=True)
+            record.unlink(missing_ok=True)
+        return gone
 
     def gathered(self, design: str, mock: bool = False, tier: str | None = None) -> str:
         """The design's outcomes.parquet (``ma gather``), or one tier's with the control's."""

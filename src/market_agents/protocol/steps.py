@@ -33,7 +33,13 @@ from market_agents.protocol.design import (
     run_dir,
 )
 from market_agents.protocol.tiers import TIERS
-from market_agents.sim.rundir import OUTCOMES_FILE, is_complete, read_json, read_manifest
+from market_agents.sim.rundir import (
+    OUTCOMES_FILE,
+    RunDirError,
+    is_complete,
+    read_json,
+    read_manifest,
+)
 
 if TYPE_CHECKING:
     from market_agents.protocol.guard import Guard
@@ -168,6 +174,33 @@ def forget_cell_runs(run: Path) -> list[Path]:
             record.unlink(missing_ok=True)
             gone.append(record)
     return gone
+
+
+def broken_cell_runs(record: Path) -> str | None:
+    """Whether a batch record (``write_cell_runs``) no longer holds: one of the run
+    directories it vouches for has lost its outcomes.json (deleted by hand, say) or holds
+    another one than the record's sha256.
+
+    Args:
+        record: a ``runs_<first>-<last>_<chash>.json`` that exists.
+
+    Returns:
+        The first run directory that voids the record (the record itself when unreadable);
+        None when every run it names is as it was.
+    """
+    from market_agents.core import sha256_file
+
+    try:
+        vouched = read_json(record).get("outcomes_sha256")
+    except (OSError, RunDirError, AttributeError):
+        vouched = None
+    if not isinstance(vouched, dict):
+        return str(record)
+    for name, digest in vouched.items():
+        outcomes = record.parent / name / OUTCOMES_FILE
+        if not outcomes.is_file() or sha256_file(outcomes) != digest:
+            return str(record.parent / name)
+    return None
 
 
 def write_cell_runs(design: Design, cell: str, seeds: list[int], mock: bool,
