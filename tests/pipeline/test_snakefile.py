@@ -107,6 +107,10 @@ def test_dry_run_tier_t1_counts_live_jobs_and_decisions_without_calls(workdir):
     assert re.search(r"^simulate_live\s+20$", out, re.M)
     assert re.search(r"^simulate\s+8$", out, re.M)  # share_0, seeds 101-130, 4 a process
     assert "budget gate confirmatory/T1: 20 live runs, 20,250 planned decisions" in out
+    # issue 27: the dry run says what the real run hits first
+    assert re.search(r"budget gate confirmatory/T1: .*; results/manifests/freeze\.json does not "
+                     r"exist yet: the gate refuses these runs until the pilot is reviewed and "
+                     r"the freeze made \(\.venv/bin/snakemake freeze\)$", out, re.M)
     assert not (workdir / "results").exists()
     nokey = smk(workdir, "-n", "tier_T1", test_config=False)
     assert nokey.returncode == 0

@@ -217,3 +217,14 @@ def test_batch_records_are_vetted_against_their_runs(wf, tmp_path, capsys):
     assert (cell / "seed0001" / OUTCOMES_FILE).exists()
     assert f"market_agents: {cell / 'seed0002'} is gone or changed since {good}" in (
         capsys.readouterr().err)
+
+
+def test_the_dry_run_line_of_a_confirmatory_gate_says_whether_the_freeze_exists(wf, workdir):
+    line = wf.gate_plan(wc(design="confirmatory", tier="T1"))
+    assert line.endswith("; results/manifests/freeze.json does not exist yet: the gate refuses "
+                         "these runs until the pilot is reviewed and the freeze made "
+                         "(.venv/bin/snakemake freeze)")
+    assert "freeze" not in wf.gate_plan(wc(design="pilot_openai", tier="pilot"))
+    (workdir / "results/manifests").mkdir(parents=True)
+    (workdir / "results/manifests/freeze.json").write_text("{}")
+    assert "freeze" not in wf.gate_plan(wc(design="confirmatory", tier="T1"))

@@ -294,9 +294,16 @@ class Workflow:
             target, [self.config.confirmatory, *self.extra_live_designs()])
 
     def gate_plan(self, wildcards: Any) -> str:
-        """The dry run's line for a gate: live runs, decisions and USD planned."""
-        return self.designs.plan_line(wildcards.design, wildcards.tier, self.config.tokens_in,
+        """The dry run's line for a gate: live runs, decisions and USD planned, and for the
+        confirmatory design whether its freeze exists yet (the gate refuses every live run
+        without one, so a dry run that only counted USD hid the first thing the real run
+        hits)."""
+        line = self.designs.plan_line(wildcards.design, wildcards.tier, self.config.tokens_in,
                                       self.config.tokens_out)
+        if wildcards.design == self.config.confirmatory and not freeze_path().exists():
+            line += (f"; {freeze_path()} does not exist yet: the gate refuses these runs until "
+                     "the pilot is reviewed and the freeze made (.venv/bin/snakemake freeze)")
+        return line
 
     def gather_sources(self, wildcards: Any) -> list[str]:
         """The files a free design's configs are built from (design, base config, price table),
