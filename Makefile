@@ -1,7 +1,10 @@
 # Set-up is part of every target: on a fresh machine with Python >= 3.11 and pip,
 # `make run` and `make test` bring uv, build .venv from uv.lock and do the work.
 PYTHON ?= python3
-UV := $(PYTHON) -m uv
+# uv: $(PYTHON)'s module, else a uv on PATH (the python3 of an activated .venv has no uv),
+# else $(PYTHON)'s module once setup has installed it.
+UV := $(shell $(PYTHON) -m uv --version >/dev/null 2>&1 && echo "$(PYTHON) -m uv" \
+	|| command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 VENV := .venv/bin
 # The design of `make paper` and `make report`.
 DESIGN ?= confirmatory
@@ -21,14 +24,20 @@ setup: $(VENV)/ma  ## build .venv from uv.lock, or repair one that drifted from 
 # Checked on every target, not only when uv.lock is newer than the stamp: an environment can
 # drift from the lock with the lock untouched (`uv sync --extra slurm` uninstalls every other
 # extra, pytest and ruff among them). `uv sync --check` compares .venv with uv.lock and every
-# extra offline in about 0.2 s; only a mismatch runs the real sync. (Tests that copy this
-# Makefile pass `-o $(VENV)/ma` to use the repository's .venv as it is.)
+# extra offline in about 0.2 s; only a mismatch runs the real sync. Without any uv to check
+# with (make run from an activated .venv whose python3 lacks it, and pip cannot add it), a
+# .venv newer than uv.lock is used as it is, with a note. (Tests that copy this Makefile pass
+# `-o $(VENV)/ma` to use the repository's .venv as it is.)
 $(VENV)/ma: pyproject.toml uv.lock FORCE
-	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv \
-		|| $(PYTHON) -m pip install --quiet --user --break-system-packages uv
-	@$(UV) sync --all-extras --locked --check --offline --quiet >/dev/null 2>&1 \
-		|| $(UV) sync --all-extras --locked --compile-bytecode
-	@touch $@
+	@if ! $(UV) --version >/dev/null 2>&1 && ! $(PYTHON) -m pip install --quiet uv 2>/dev/null \
+		&& ! $(PYTHON) -m pip install --quiet --user --break-system-packages uv 2>/dev/null; then \
+		if [ -x $@ ] && [ $@ -nt uv.lock ] && [ $@ -nt pyproject.toml ]; then \
+			echo "make: no uv for $(PYTHON) (PYTHON=... names one with it): .venv is not" \
+				"checked against uv.lock" >&2; exit 0; fi; \
+		echo "make: cannot install uv with $(PYTHON) -m pip: install uv, or PYTHON=..." >&2; \
+		exit 1; fi; \
+	{ $(UV) sync --all-extras --locked --check --offline --quiet >/dev/null 2>&1 \
+		|| $(UV) sync --all-extras --locked --compile-bytecode; } && touch $@
 
 FORCE:
 
@@ -51,7 +60,7 @@ ifeq ($(strip $(RUN_ID)),)
 	$(VENV)/ma plot results/runs/exploratory/share_25/seed0001
 else
 	$(VENV)/python -m src.main --run-id $(RUN_ID) --mode $(MODE)
-	$(MAKE) --no-print-directory evaluate RUN_ID=$(RUN_ID) MODE=$(MODE)
+	$(MAKE) --no-print-directory -o $(VENV)/ma evaluate RUN_ID=$(RUN_ID) MODE=$(MODE)
 endif
 
 evaluate: setup  ## metrics, evaluation and provenance of RUN_ID (make run RUN_ID=... calls it)
