@@ -275,3 +275,53 @@ def test_a_fresh_sanity_run_starts_afresh(sanity, tmp_path):
     again = make(root, "run", "RUN_ID=exploratory_mock", "MODE=sanity")
     assert _lines(again)[-1] == "SANITY_VALIDATION: PASS" and not stale.exists()
     shutil.rmtree(root / "results/sanity/exploratory_mock/work")
+
+
+def _commit_step() -> list[str]:
+    """The commit step of docs/contract.md, as the user types it."""
+    text = (ROOT / "docs/contract.md").read_text()
+    section = text.split("## Committing the results", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def test_results_are_addable_and_the_documented_commit_step_commits_them(tmp_path):
+    """Issue 27: `.gitignore`'s `results/` also matched `.research/results/`, so `git add
+    .research` left the results out without a word; run.json named the checkout's path."""
+    import subprocess
+
+    root = project(tmp_path / "p", git=True)  # with the repository's .gitignore
+    (root / "config/run/tiny.yaml").write_text(TINY)
+    (root / ".research/record.json").write_text('{"runs": []}\n')
+    commit(root, "a tiny run config and an empty record")
+    assert ma(root, "record", "declare", "tiny", "--claim", "E0: results commit").returncode == 0
+    ran_at = commit(root, "declare tiny")
+    done = make(root, "run", "RUN_ID=tiny", "MODE=full")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+
+    status = run_git(root, "status", "--porcelain", "--untracked-files=all").splitlines()
+    results = sorted(line[3:] for line in status if ".research/results" in line)
+    assert results == [".research/results/.provenance.json",
+                       ".research/results/tiny/eval_inputs/exploratory.parquet",
+                       ".research/results/tiny/evaluation.md",
+                       ".research/results/tiny/metrics.json",
+                       ".research/results/tiny/run.json"]
+    assert all(line.startswith("?? ") for line in status if ".research/results" in line)
+    for path in (root / ".research/results").rglob("*"):
+        if path.suffix in (".json", ".md"):
+            text = path.read_text()
+            assert str(root) not in text and str(ROOT) not in text, path
+    run = json.loads((root / ".research/results/tiny/run.json").read_text())
+    assert run["command"][:2] == ["-s", "Snakefile"]
+
+    for line in _commit_step():
+        step = subprocess.run(["bash", "-c", line.replace("<run_id>", "tiny")], cwd=root,
+                              capture_output=True, text=True, timeout=300,
+                              env={**__import__("os").environ, "GIT_AUTHOR_NAME": "t",
+                                   "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                                   "GIT_COMMITTER_EMAIL": "t@t"})
+        assert step.returncode == 0, (line, step.stdout[-2000:], step.stderr[-2000:])
+    committed = run_git(root, "ls-files", ".research/results").split()
+    assert sorted(committed) == results
+    assert run_git(root, "status", "--porcelain").strip() == ""
+    assert run_git(root, "rev-parse", "HEAD~1").strip() == ran_at

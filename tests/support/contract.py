@@ -24,7 +24,9 @@ def project(path: Path, git: bool = False) -> Path:
     (path / ".research").mkdir()
     shutil.copy(ROOT / ".research/evaluation.json", path / ".research/evaluation.json")
     if git:
-        (path / ".gitignore").write_text("\n".join([*LINKED, "results/", ".snakemake/"]) + "\n")
+        # the repository's own ignores (what a user's checkout commits), and the links
+        (path / ".gitignore").write_text((ROOT / ".gitignore").read_text() + "\n".join(LINKED)
+                                         + "\n")
         run_git(path, "init", "-q", "-b", "main")
         commit(path, "project")
     return path

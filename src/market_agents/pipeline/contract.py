@@ -217,6 +217,26 @@ def snakemake_command(spec: RunSpec, mode: str) -> list[str]:
     return cmd
 
 
+def recorded_command(cmd: list[str]) -> list[str]:
+    """The Snakemake command as run.json records it: the arguments after the executable, with
+    the Snakefile named as in the checkout (``Snakefile``), not by its absolute path, so that
+    nothing committed under ``.research/results/`` names the machine it ran on.
+
+    Args:
+        cmd: :func:`snakemake_command`'s command line.
+
+    Returns:
+        The arguments after the executable.
+    """
+    checkout = Path(__file__).resolve().parents[3]
+    out = []
+    for arg in cmd[1:]:
+        path = Path(arg)
+        out.append(str(path.relative_to(checkout))
+                   if path.is_absolute() and path.is_relative_to(checkout) else arg)
+    return out
+
+
 # --- before a run ---------------------------------------------------------------------------
 
 
@@ -323,7 +343,8 @@ def execute(spec: RunSpec, mode: str, root: Path = Path(".")) -> Path:
                               f"does not produce it; fix config/run/{spec.run_id}.yaml")
         shutil.copy2(work / src, inputs / name)
     run = {"run_id": spec.run_id, "step": spec.step, "mode": mode,
-           "target": spec.target_for(mode), "command": cmd[1:], "commit": head(root),
+           "target": spec.target_for(mode), "command": recorded_command(cmd),
+           "commit": head(root),
            "execution_id": execution_id(started), "started": started.isoformat(),
            "declaration": declaration}
     (out / "run.json").write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
