@@ -1,8 +1,12 @@
 # The DAG figure for the protocol appendix (SVG + Mermaid), and a clear error for unknown targets.
 
 
+# Drawn in protocol order: the rule graph of the targets up to the freeze, then that of the
+# confirmatory ones (its rules labelled "(confirmatory)"), the freeze before their gates.
 rule dag:
     output:
+        before="results/dag/freeze.dot",
+        after="results/dag/confirmatory.dot",
         dot="results/dag/protocol.dot",
         svg=report("results/dag/protocol.svg", caption="../workflow/report/dag.rst",
                    category="Workflow"),
@@ -12,10 +16,15 @@ rule dag:
     params:
         snakefile=workflow.main_snakefile,
         snakemake=W.snakemake,
+        before=W.dag_before_freeze,
+        after=W.dag_after_freeze,
     shell:
-        "{params.snakemake} -s {params.snakefile} --nolock protocol --quiet all --rulegraph dot"
-        " > {output.dot} 2> {log}"
-        " && {MA} dag {output.dot} --svg {output.svg} --mermaid {output.mermaid} >> {log} 2>&1"
+        "{params.snakemake} -s {params.snakefile} --nolock {params.before} --quiet all"
+        " --rulegraph dot > {output.before} 2> {log}"
+        " && {params.snakemake} -s {params.snakefile} --nolock {params.after} --quiet all"
+        " --rulegraph dot > {output.after} 2>> {log}"
+        " && {MA} dag {output.before} {output.after} --dot {output.dot} --svg {output.svg}"
+        " --mermaid {output.mermaid} >> {log} 2>&1"
 
 
 rule unknown_target:

@@ -44,3 +44,32 @@ def test_cycle_keeps_layers_short_and_svg_draws_every_edge():
 def test_empty_graph_is_named():
     with pytest.raises(ConfigError, match="no nodes.*snakemake --rulegraph"):
         parse_dot("Error: no Snakefile found")
+
+
+BEFORE = """digraph snakemake_dag {
+    0[label = "freeze", color = "0.1 0.6 0.85", style="rounded"];
+    1[label = "pilot_manifest", color = "0.2 0.6 0.85", style="rounded"];
+    2[label = "simulate_live", color = "0.3 0.6 0.85", style="rounded"];
+    3[label = "gate", color = "0.4 0.6 0.85", style="rounded"];
+    3 -> 2
+    2 -> 1
+    1 -> 0
+}"""
+
+
+def test_stages_are_drawn_in_protocol_order_the_freeze_before_the_later_gates():
+    from market_agents.pipeline.dagrender import merge_stages
+
+    merged = merge_stages([("pilot", BEFORE), ("confirmatory", DOT)])
+    nodes, edges = parse_dot(merged)
+    by = {label: n for n, label in nodes.items()}
+    assert {"gate", "gate (confirmatory)", "simulate_live (confirmatory)", "protocol"} <= set(by)
+    assert (by["freeze"], by["gate (confirmatory)"]) in edges
+    layer = _layers(nodes, edges)
+    assert layer[by["gate"]] < layer[by["freeze"]] < layer[by["gate (confirmatory)"]] < layer[
+        by["simulate_live (confirmatory)"]]
+    # the cycle's closing edge (a gate waits for the previous tier's reconciled spend) is
+    # dashed and does not rank Graphviz's layout
+    assert f'{by["reconcile"]} -> {by["gate (confirmatory)"]} [style=dashed, ' \
+        "constraint=false]" in merged
+    assert render_svg(merged, engine="builtin").count("marker-end") == len(edges)

@@ -177,6 +177,15 @@ def test_dag_renders_svg_and_mermaid(workdir):
     assert "gate" in svg and "freeze" in svg
     mmd = (workdir / "results/dag/protocol.mmd").read_text()
     assert mmd.startswith("flowchart TB") and "-->" in mmd
+    # issue 27: drawn in protocol order, the freeze above the confirmatory gate and runs
+    # (before, one rule graph put it near the bottom, after the runs it must precede)
+    from market_agents.pipeline.dagrender import _layers, parse_dot
+
+    nodes, edges = parse_dot((workdir / "results/dag/protocol.dot").read_text())
+    layer = {label: _layers(nodes, edges)[n] for n, label in nodes.items()}
+    assert layer["pilot_manifest"] < layer["freeze"] < layer["gate (confirmatory)"] < layer[
+        "simulate_live (confirmatory)"] < layer["gather (confirmatory)"]
+    assert layer["gate"] < layer["simulate_live"] < layer["pilot_manifest"]
 
 
 def test_bazaar_targets_run_on_the_mock(workdir):

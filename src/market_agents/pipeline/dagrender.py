@@ -29,6 +29,57 @@ def parse_dot(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
     return nodes, edges
 
 
+# The protocol's order across stages: a later stage's live runs wait for their budget gate,
+# which refuses a confirmatory run without the freeze (a check at run time, so no file edge
+# in Snakemake's rule graph says it).
+STAGE_JOIN = ("freeze", "gate")
+
+
+def merge_stages(stages: list[tuple[str, str]]) -> str:
+    """One rule graph of the protocol's stages, in order, as DOT text.
+
+    Snakemake's ``--rulegraph`` draws one node per rule, so the pilot's live runs and the
+    confirmatory design's are one node, and nothing puts the freeze before the confirmatory
+    runs; drawn from one graph, the freeze sank to the bottom, after the runs it must precede.
+    Here each stage is its own rule graph: a rule an earlier stage drew is drawn again,
+    labelled ``rule (stage)``; every ``freeze`` of an earlier stage precedes every ``gate`` of
+    a later one; edges that close a cycle (a tier's gate waits for the previous tier's
+    reconciled spend) are dashed and do not rank the layout.
+
+    Args:
+        stages: ``(name, DOT text of snakemake --rulegraph)`` per stage, in protocol order.
+
+    Returns:
+        DOT text (for Graphviz, :func:`parse_dot` and :func:`render_svg`).
+
+    Raises:
+        ConfigError: a stage's text has no nodes.
+    """
+    nodes: dict[str, str] = {}
+    rules: dict[str, str] = {}  # node id -> rule name
+    edges: list[tuple[str, str]] = []
+    drawn: set[str] = set()
+    for name, text in stages:
+        stage_nodes, stage_edges = parse_dot(text)
+        ids = {}
+        for old, label in sorted(stage_nodes.items(), key=lambda kv: int(kv[0])):
+            new = str(len(nodes))
+            ids[old], rules[new] = new, label
+            nodes[new] = f"{label} ({name})" if label in drawn else label
+        edges += [(ids[a], ids[b]) for a, b in stage_edges]
+        earlier = [n for n in rules if n not in ids.values() and rules[n] == STAGE_JOIN[0]]
+        edges += [(a, b) for a in earlier for b in ids.values() if rules[b] == STAGE_JOIN[1]]
+        drawn |= set(stage_nodes.values())
+    back = _back_edges(nodes, edges)
+    lines = ["digraph protocol {", "    graph[bgcolor=white, margin=0];",
+             "    node[shape=box, style=rounded, fontname=sans, fontsize=10, penwidth=2];",
+             "    edge[penwidth=2, color=grey];"]
+    lines += [f'    {n}[label = "{label}"];' for n, label in nodes.items()]
+    lines += [f"    {a} -> {b}" + (" [style=dashed, constraint=false]" if (a, b) in back else "")
+              for a, b in edges]
+    return "\n".join([*lines, "}"]) + "\n"
+
+
 def mermaid(nodes: dict[str, str], edges: list[tuple[str, str]]) -> str:
     """The rule graph as a Mermaid flowchart (top to bottom)."""
     lines = ["flowchart TB"]

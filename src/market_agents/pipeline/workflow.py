@@ -40,6 +40,10 @@ from market_agents.sim.rundir import OUTCOMES_FILE, RUN_FILES
 
 # What `ma gather` writes in a design's folder (outcomes.parquet, outcomes_<tier>.parquet).
 OUTCOMES_PARQUETS = "outcomes*.parquet"
+# The protocol's stages as `make dag` draws them (targets of rules/targets.smk): up to the
+# freeze, then after it (pipeline/dagrender.merge_stages).
+DAG_BEFORE_FREEZE = "exploratory sigma pilot freeze"
+DAG_AFTER_FREEZE = "confirmatory sensitivity"
 RUN_PATTERN = "results/{kind}/{{design}}/{{cell}}/seed{{seed}}"  # kind: runs | rehearsal
 TARGETS = ("all, exploratory, sigma, pilot, freeze, tier_T1 … tier_T6, confirmatory, "
            "sensitivity, repilot, rehearse_pilot, rehearse_freeze, rehearse_T1 … rehearse_T6, "
@@ -62,6 +66,9 @@ class Workflow:
         python = shlex.quote(sys.executable)
         self.ma = f"{python} -m market_agents.cli"
         self.snakemake = f"{python} -m snakemake"
+
+    dag_before_freeze = DAG_BEFORE_FREEZE
+    dag_after_freeze = DAG_AFTER_FREEZE
 
     def export_serving_switches(self, environ: MutableMapping[str, str] | None = None) -> None:
         """Put this invocation's serving switches (``--config replay=true``,
