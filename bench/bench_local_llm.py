@@ -116,22 +116,11 @@ def market_config(out: Path, url: str, ticks: int, n_llm: int, mode: str) -> Pat
     cfg["population"]["llm"].update(
         provider_mix={"local": 1.0}, models={"local": MODEL_ID}, usd_cap=1.0,
         max_output_tokens=256, reasoning_effort=None, max_concurrency=n_llm,
-        providers={"local": {"kind": "openai_compatible", "base_url": url,
+        providers={"local": {"kind": "openai_compatible", "base_url": url, "free": True,
                              "structured_output": mode, "timeout_s": 600.0,
                              "max_retries": 1, "max_concurrency": n_llm}})
     path = out / "market.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    return path
-
-
-def prices(out: Path) -> Path:
-    """The project's price table plus the local model at 0 USD (MARKET_AGENTS_PRICES)."""
-    table = yaml.safe_load((ROOT / "config" / "prices.yaml").read_text())
-    table["models"][MODEL_ID] = {
-        "provider": "openai_compatible", "input": 0.0, "cached_input": 0.0, "output": 0.0,
-        "date": time.strftime("%Y-%m-%d"), "source": "local model: free"}
-    path = out / "prices.yaml"
-    path.write_text(yaml.safe_dump(table, sort_keys=False))
     return path
 
 
@@ -262,7 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True)
     py = ensure_env(Path(args.env))
     gguf = model_path(py)
-    env = os.environ | {"MARKET_AGENTS_PRICES": str(prices(out))}
+    # the local route is declared free (providers.local.free, ma bazaar eval --free): no
+    # copy of the price table
+    env = dict(os.environ)
     env.pop("OPENAI_BASE_URL", None)
 
     say("floor: the same cell with the mock provider")
@@ -284,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
                       "--cache", str(out / "cache"), env=env)
         say(f"Bazaar: {args.bazaar_tier}, {args.bazaar_seeds} episodes")
         bazaar = ["bazaar", "eval", "--tier", args.bazaar_tier, "--provider",
-                  "openai_compatible", "--base-url", server.url, "--model", MODEL_ID,
+                  "openai_compatible", "--base-url", server.url, "--model", MODEL_ID, "--free",
                   "--seeds", str(args.bazaar_seeds), "--usd-cap", "1", "--timeout", "600",
                   "--max-output-tokens", "64", "--concurrency", "1", "--cache",
                   str(out / "bazaar_cache"),
