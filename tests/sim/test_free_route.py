@@ -66,3 +66,29 @@ def test_the_key_leaves_the_config_hash_of_older_configs_alone():
     assert "free" not in json.dumps(_config(False).model_dump(mode="json"))
     assert _config(True).model_dump(mode="json")["population"]["llm"]["providers"]["local"][
         "free"] is True
+
+
+def test_a_free_route_is_not_paid_so_designs_plan_it_without_a_price(tmp_path):
+    """A design cell on a declared-free local route is not live: no planning price, no
+    freeze, no guard; a rehearsal still serves it by the mock."""
+    import yaml
+
+    from market_agents.protocol.design import load_design
+    from tests.support import ROOT
+
+    free = _config(True).population.llm
+    assert free.served_routes() == ["local"] and free.paid_routes() == []
+    assert _config(False).population.llm.paid_routes() == ["local"]
+    path = tmp_path / "local.yaml"
+    path.write_text(yaml.safe_dump({
+        "base": str(ROOT / "config/baseline.yaml"), "prices": str(ROOT / "config/prices.yaml"),
+        "overrides": {"population.llm.provider_mix": {"local": 1.0},
+                      "population.llm.models": {"local": LOCAL},
+                      "population.llm.providers": {"local": {"kind": "openai_compatible",
+                                                             "free": True}}},
+        "cells": [{"name": "local_25", "seeds": [1], "overrides": {"population.llm_share": 0.25}}],
+    }))
+    design = load_design(path)  # before: "live model ... has no price"
+    assert not design.is_live("local_25")
+    mock = design.cell_config("local_25", mock=True).population.llm
+    assert mock.kind("local") == "mock"

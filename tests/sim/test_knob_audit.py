@@ -124,6 +124,8 @@ NO_EFFECT_ON_TABLES: dict[str, str] = {
     "population.llm.providers.*.base_url": "transport: where a live provider is reached",
     "population.llm.providers.*.api_key_env": "transport: which variable holds the key",
     "population.llm.providers.*.timeout_s": "transport: acts only on a call that hangs",
+    "population.llm.providers.*.free": "pricing only: a local route's answers cost 0 USD "
+                                       "(tests/sim/test_free_route.py)",
     "population.llm.providers.*.max_retries": "transport: acts only on a failing call",
     "population.llm.providers.*.backoff_s": "transport: wait between retries of a failing call",
     "population.llm.providers.*.latency_s": "mock only: simulated latency, same answers by "

@@ -167,9 +167,16 @@ class LLMConfig(Strict):
             f"providers.{route}.kind"
         )
 
-    def paid_routes(self) -> list[str]:
-        """Routes that call a paid provider (not the mock, not the frozen library)."""
+    def served_routes(self) -> list[str]:
+        """Routes whose answers come from a server (not the mock, not the frozen library):
+        what a rehearsal replaces by the mock."""
         return [r for r in self.routes() if self.kind(r) not in FREE_KINDS]
+
+    def paid_routes(self) -> list[str]:
+        """Routes that call a paid provider: served routes not declared free
+        (``providers.<route>.free``, a server you run): what the budget, the planning, the
+        freeze and the guards concern."""
+        return [r for r in self.served_routes() if not self.settings(r).free]
 
     def free_models(self) -> dict[str, str]:
         """Model ids of the routes declared free (``providers.<route>.free``), each with its

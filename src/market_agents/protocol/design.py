@@ -292,8 +292,9 @@ def mock_config(config: Config) -> Config:
     and the price table are exercised exactly as live; only the transport changes."""
     llm = config.population.llm
     providers = {r: s.model_dump(mode="json") for r, s in llm.providers.items()}
-    for route in llm.paid_routes():  # the frozen library makes no calls: it stays as it is
+    for route in llm.served_routes():  # the frozen library makes no calls: it stays as it is
         providers.setdefault(route, {})["kind"] = "mock"
+        providers[route].pop("free", None)  # the mock prices by the table (or 0 without a row)
     data = config.model_dump(mode="json")
     data["population"]["llm"]["providers"] = providers
     if llm.frozen_library:

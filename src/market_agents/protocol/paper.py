@@ -91,6 +91,7 @@ def read_runs(design: Design, outcomes: pl.DataFrame, rehearsal: bool, root: Pat
     ticks and manifest of each cell's representative seed."""
     grid = sensitivity_grid()
     runs, decisions, uses, episodes = [], [], [], []
+    priced: dict[str, dict] = {}  # model -> the price row a run's manifest records
     rep = representative_seeds(outcomes)
     ticks: dict[str, tuple[pl.DataFrame, dict]] = {}
     for cell, seed in outcomes.select("cell", "seed").iter_rows():
@@ -98,6 +99,9 @@ def read_runs(design: Design, outcomes: pl.DataFrame, rehearsal: bool, root: Pat
         if progress:
             progress(f"{cell}/seed{seed:04d}")
         manifest = read_json(path / MANIFEST_FILE)
+        for model, row in (manifest.get("price_assumptions") or {}).items():
+            if isinstance(row, dict) and "input" in row:
+                priced.setdefault(model, row)
         config = design.cell_config(cell, mock=rehearsal)
         llm = config.population.llm
         usage = manifest.get("llm_usage") or {}
@@ -140,6 +144,7 @@ def read_runs(design: Design, outcomes: pl.DataFrame, rehearsal: bool, root: Pat
         "uses": pl.DataFrame(uses, schema=use_schema),
         "sensitivity": pl.DataFrame(episodes, infer_schema_length=None),
         "ticks": ticks,
+        "priced": priced,
     }
 
 
@@ -255,8 +260,11 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = RESULTS,
         pilot=pilot, pilot_outcomes=pilot_outcomes, mde=mde, mde_source=mde_source,
         primary={t: design.primary(t) for t in design.tiers}, ticks=read["ticks"])
     inputs += [str(p) for p in (sigma_path, log) if p.exists()] + pilot_inputs
-    texts = {"model_cards.md": cards.model_cards_md(read["uses"], read_yaml(design.prices_path),
-                                                    note),
+    prices = read_yaml(design.prices_path)
+    # a model the runs priced otherwise than the table (a route declared free) is carded as
+    # its manifests say it was priced
+    prices["models"] = {**read["priced"], **(prices.get("models") or {})}
+    texts = {"model_cards.md": cards.model_cards_md(read["uses"], prices, note),
              "deviations.md": cards.deviations_md(logged, str(log), note)}
     return data, texts, inputs
 
