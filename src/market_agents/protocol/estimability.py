@@ -87,7 +87,7 @@ def mde_table(cells: Mapping[str, Mapping[str, Any]], sigma_d: Mapping[str, Mapp
         table[cell] = {
             "seeds": n, "sigma_from": cell if own else "max over pilot cells",
             "family": tier, "family_size": fam["size"], "primary": fam["primary"],
-            "mde": {y: stats.mde(own.get(y) if own else worst[y], n,
+            "mde": {y: stats.mde(own.get(y, worst[y]) if own else worst[y], n,
                                  family_size=fam["size"] if y in fam["primary"] else 1)
                     for y in outcomes},
         }
