@@ -191,8 +191,10 @@ def render_power(table: Mapping[str, Mapping[str, Any]],
                  fams: Mapping[str, Mapping[str, Any]]) -> str:
     """:func:`power_in_sigma` as ``ma budget`` prints it: one block per tier (its family), one
     line per contrast."""
-    lines = [f"power: the paired t test on each contrast's paired seeds (n - 1 df, pilot seeds "
-             f"excluded), power {stats.POWER}, at its tier's Holm level; MDE in units of σ_d"]
+    lines = [f"power: each contrast (a cell against share_0, E5 as written) by the two-sided "
+             f"paired t test on its paired seeds (n - 1 df, pilot seeds excluded), power "
+             f"{stats.POWER}, at Holm's first (strictest) level of its tier, alpha / tests; "
+             "MDE in units of σ_d, the SD of its paired differences"]
     for tier, fam in fams.items():
         lines.append(f"{tier}: {len(fam['contrasts'])} contrasts x {len(fam['primary'])} primary "
                      f"outcomes ({', '.join(fam['primary'])}) = {fam['size']} tests, "
