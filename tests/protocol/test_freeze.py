@@ -313,3 +313,45 @@ def test_freeze_names_every_estimand_it_cannot_estimate_and_refuses_until_record
     recorded = freeze(path, "--deviation", "breaker and mispricing reviewed: see the log")
     assert "cannot be estimated" not in recorded.stderr
     assert not (workdir / "results/manifests/deviations.jsonl").exists()
+
+
+def test_a_deviation_records_the_estimands_the_freeze_could_not_estimate(workdir):
+    """With --deviation the freeze is written, names what it could not estimate and the
+    deviation logged with them; without it nothing is written."""
+    import json
+    import subprocess
+
+    import polars as pl
+
+    from market_agents.protocol.design import load_design, outcomes_path
+    from tests.support.workflow import BIN, env
+
+    def ma(*args):
+        return subprocess.run([str(BIN / "ma"), *args], cwd=workdir, env=env(),
+                              capture_output=True, text=True, timeout=120)
+
+    assert ma("design", "config/test/designs/sigma.yaml", "--quiet").returncode == 0
+    path = "config/test/designs/confirmatory.yaml"
+    design = load_design(workdir / path, workdir / "results")
+    rehearsed = outcomes_path("confirmatory", True, workdir / "results")
+    rehearsed.parent.mkdir(parents=True)
+    rows = [{"cell": c, "seed": s, "volatility": 0.003 + 1e-4 * ((s * 7 + len(c)) % 5),
+             "mispricing": 0.004, "mechanisms": "", "mechanisms_idle": ""}
+            for c, s in design.runs(max_seeds=2)]
+    pl.DataFrame(rows).write_parquet(rehearsed)
+    pilot = workdir / "pilot.json"
+    pilot.write_text(json.dumps({**PILOT, "usd_per_run": {"share_25": {
+        "mean_usd": 0.0123, "runs": 3, "models": ["gpt-5.4-nano"]}}}))
+    out = workdir / "results/manifests/freeze.json"
+    refused = ma("freeze", "create", path, "--pilot", str(pilot))
+    assert refused.returncode == 2 and "share_25 × mispricing: no variation" in refused.stderr
+    assert not out.exists()
+    done = ma("freeze", "create", path, "--pilot", str(pilot), "--deviation",
+              "mispricing does not vary on the mock: reviewed")
+    assert done.returncode == 0, done.stderr
+    frozen = json.loads(out.read_text())["not_estimable"]
+    assert any("share_25 × mispricing" in p for p in frozen["problems"])
+    log = [json.loads(line) for line in
+           (workdir / "results/manifests/deviations.jsonl").read_text().splitlines()]
+    assert [e["id"] for e in log] == [frozen["deviation"]]
+    assert log[0]["mismatches"] == frozen["problems"]
