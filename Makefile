@@ -10,7 +10,7 @@ VENV := .venv/bin
 DESIGN ?= confirmatory
 WORKERS ?= 2
 
-.PHONY: setup run evaluate test test-slurm test-rehearsal check lint bench validate validate-long clean \
+.PHONY: setup run evaluate test test-slurm test-rehearsal test-docs check lint bench validate validate-long clean \
 	demo-local-llm help
 
 .DEFAULT_GOAL := help
@@ -82,6 +82,9 @@ test-slurm: setup  ## opt-in, root: the workflow on a one-node SLURM cluster (do
 # whole paper through Snakemake (bench/README.md: the full-size time).
 test-rehearsal: setup  ## opt-in: the confirmatory design rehearsed on the mock into the paper
 	$(VENV)/pytest tests/pipeline/test_paper_rehearsal.py --runrehearsal -n 0 -v
+
+test-docs: setup  ## opt-in: every command README.md and docs/ show, run as written in a scratch clone
+	$(VENV)/pytest tests/test_documented_commands.py --rundocs -n 0 -v -s
 
 lint: setup  ## ruff on src, tests and bench
 	$(VENV)/ruff check src tests bench

@@ -30,6 +30,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="run tests on a one-node SLURM cluster (root; `make test-slurm`)")
     parser.addoption("--runrehearsal", action="store_true",
                      help="rehearse the confirmatory design into a paper (`make test-rehearsal`)")
+    parser.addoption("--rundocs", action="store_true",
+                     help="run every documented command in a scratch clone (`make test-docs`)")
 
 
 # marker -> (option that runs it, why it is skipped otherwise)
@@ -38,6 +40,7 @@ OPT_IN = {
     "slurm": ("--runslurm", "starts a SLURM cluster: run `make test-slurm`"),
     "rehearsal": ("--runrehearsal", "rehearses the confirmatory design: run "
                   "`make test-rehearsal`"),
+    "docs": ("--rundocs", "runs every documented command: run `make test-docs`"),
 }
 
 
