@@ -163,14 +163,16 @@ def test_a_rehearsal_is_marked_mock_based_in_every_title_and_caption(project):
     assert primary.filter(pl.col("cell") == "share_25")["mde"].drop_nulls().len() > 0
     # The rehearsal's paper names what the freeze would refuse (every cell has a control on
     # its seeds, its mechanism acted, its outcomes vary: none here)
+    from market_agents.protocol.design import load_design
+    from market_agents.protocol.freeze import design_facts
     from market_agents.protocol.paper import not_estimable_note
 
-    assert not_estimable_note("rehearse_confirmatory", project / "config/test/designs",
-                              data) == "none"
+    assert data.not_estimable == "none"
+    facts = design_facts(load_design(project / "config/test/designs/confirmatory.yaml"))
+    assert not_estimable_note(facts, data) == "none"
     broken = data.outcomes.with_columns(pl.lit(0.004).alias("mispricing"))
     data.outcomes = broken
-    assert "share_25 × mispricing: no variation" in not_estimable_note(
-        "rehearse_confirmatory", project / "config/test/designs", data)
+    assert "share_25 × mispricing: no variation" in not_estimable_note(facts, data)
 
 
 def test_cli_names_what_is_missing_in_one_line(project, capsys, tmp_path):

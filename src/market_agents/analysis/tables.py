@@ -60,6 +60,8 @@ class PaperData:
         mde: cell -> outcome -> MDE; ``mde_source``: where it came from.
         primary: tier -> the design's primary outcomes (Holm's family; a tier not named takes
             ``stats.DEFAULT_PRIMARY``).
+        not_estimable: a confirmatory design's estimands its runs cannot estimate, as the
+            freeze names them ("none" when all can; None for another design).
         ticks: representative run per cell -> (ticks, manifest).
     """
 
@@ -81,6 +83,7 @@ class PaperData:
     mde: dict[str, dict[str, float | None]] = field(default_factory=dict)
     mde_source: str = ""
     primary: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    not_estimable: str | None = None
     ticks: dict[str, tuple[pl.DataFrame, dict[str, Any]]] = field(default_factory=dict)
 
     @property

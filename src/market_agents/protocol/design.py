@@ -193,6 +193,12 @@ class Design:
             declared = declared.get(label(tier), declared.get("default"))
         return tuple(declared or DEFAULT_PRIMARY)
 
+    @property
+    def primary_by_tier(self) -> dict[str, tuple[str, ...]]:
+        """Tier label -> its primary outcomes (:meth:`primary`), for every tier of the
+        design."""
+        return {t: self.primary(t) for t in self.tiers}
+
     def cell(self, name: str) -> Cell:
         """The cell ``name``.
 

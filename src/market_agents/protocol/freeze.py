@@ -288,7 +288,8 @@ def fingerprint(design) -> dict[str, Any]:
             "budget": design.budget.model_dump(mode="json"),
             "planning": design.planning.model_dump(mode="json"),
             "prices": {m: table.price(m).model_dump(mode="json") for m in sorted(models)},
-            "analysis": {"primary_outcomes": {t: list(design.primary(t)) for t in design.tiers},
+            "analysis": {"primary_outcomes": {t: list(v)
+                                              for t, v in design.primary_by_tier.items()},
                          "smallest_effect": dict(design.smallest_effect)}}
 
 
@@ -311,7 +312,7 @@ def design_facts(design) -> dict[str, Any]:
     return {"name": design.name, "path": str(design.path), "config_hash": base_config_hash(design),
             "fingerprint": fingerprint(design), "cells": cells,
             "budgets": dict(design.budget.tiers),
-            "families": families(cells, {t: design.primary(t) for t in design.tiers}),
+            "families": families(cells, design.primary_by_tier),
             "smallest_effect": dict(design.smallest_effect)}
 
 

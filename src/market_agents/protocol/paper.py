@@ -25,7 +25,7 @@ from market_agents.analysis.scoring import episodes_at
 from market_agents.analysis.tables import PaperData
 from market_agents.config import read_yaml
 from market_agents.errors import ConfigError
-from market_agents.protocol import gate
+from market_agents.protocol import freeze, gate
 from market_agents.protocol.design import RESULTS, Design, design_dir, load_design, run_dir
 from market_agents.protocol.planning import plan_design
 from market_agents.protocol.steps import sensitivity_grid
@@ -192,7 +192,7 @@ def read_pilot(roles: Roles, rehearsal: bool, root: Path,
 
 
 def read_mde(design: Design, pilot: dict | None, rehearsal: bool,
-             root: Path) -> tuple[dict, str]:
+             root: Path, facts: dict | None = None) -> tuple[dict, str]:
     """The minimum detectable effects of the design's cells, and where they came from.
 
     From the freeze when there is one; otherwise computed as the freeze does from the pilot's
@@ -201,7 +201,6 @@ def read_mde(design: Design, pilot: dict | None, rehearsal: bool,
     Returns:
         (cell -> outcome -> MDE, the source as text).
     """
-    from market_agents.protocol import freeze
     from market_agents.protocol.estimability import mde_table
 
     path = root / FREEZE
@@ -210,7 +209,7 @@ def read_mde(design: Design, pilot: dict | None, rehearsal: bool,
         return ({c: row.get("mde", {}) for c, row in (frozen.get("mde") or {}).items()},
                 f"{path}")
     if pilot and pilot.get("sigma_d"):
-        facts = freeze.design_facts(design)
+        facts = facts or freeze.design_facts(design)
         table = mde_table(facts["cells"], pilot["sigma_d"], facts["families"])
         return ({c: row["mde"] for c, row in table.items()},
                 "computed as the freeze does from the " + ("rehearsed " if rehearsal else "")
@@ -245,20 +244,25 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = RESULTS,
     # a rehearsal reads the rehearsed sigma runs: it never needs (or writes) the live roots
     sigma_path = design_dir(roles.sigma, rehearsal, root) / "outcomes.parquet"
     pilot, pilot_outcomes, pilot_inputs = read_pilot(roles, rehearsal, root, designs_dir)
-    mde, mde_source = read_mde(design, pilot, rehearsal, root)
+    confirmatory = design.name == roles.confirmatory
+    # the confirmatory design's facts, read once: its MDEs and what it cannot estimate
+    facts = freeze.design_facts(design) if confirmatory else None
+    mde, mde_source = read_mde(design, pilot, rehearsal, root, facts)
     log = root / DEVIATIONS_LOG
     logged = cards.parse_deviations(log.read_text(encoding="utf-8").splitlines(), str(log)) if (
         log.exists()) else []
     data = PaperData(
         design=design.name, rehearsal=rehearsal, mock_note=note,
-        confirmatory=design.name == roles.confirmatory, outcomes=outcomes, plan=plan,
+        confirmatory=confirmatory, outcomes=outcomes, plan=plan,
         budget=dict(design.budget.tiers), cap_usd=design.budget.cap_usd,
         cuts=read_cuts(design, plan["tier_label"].unique().to_list(), root) if not rehearsal
         else read_cuts(design, [], root),
         runs=read["runs"], decisions=read["decisions"], sensitivity=read["sensitivity"],
         sigma=pl.read_parquet(sigma_path) if sigma_path.exists() else None,
         pilot=pilot, pilot_outcomes=pilot_outcomes, mde=mde, mde_source=mde_source,
-        primary={t: design.primary(t) for t in design.tiers}, ticks=read["ticks"])
+        primary=design.primary_by_tier, ticks=read["ticks"])
+    if facts is not None:
+        data.not_estimable = not_estimable_note(facts, data)
     inputs += [str(p) for p in (sigma_path, log) if p.exists()] + pilot_inputs
     prices = read_yaml(design.prices_path)
     # a model the runs priced otherwise than the table (a route declared free) is carded as
@@ -269,15 +273,13 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = RESULTS,
     return data, texts, inputs
 
 
-def not_estimable_note(target: str, designs_dir: Path, data: PaperData) -> str:
-    """The pre-registered estimands of a confirmatory design that its runs (a rehearsal's or
-    the live ones) cannot estimate, as the freeze names them (``estimability.not_estimable``:
-    no control seeds, no variation, a mechanism that never acted), or "none"."""
+def not_estimable_note(facts: dict[str, Any], data: PaperData) -> str:
+    """The pre-registered estimands of a confirmatory design (``facts``:
+    ``freeze.design_facts``) that its runs (``data``: a rehearsal's or the live ones) cannot
+    estimate, as the freeze names them (``estimability.not_estimable``: no control seeds, no
+    variation, a mechanism that never acted), or "none"."""
     from market_agents.protocol.estimability import not_estimable
-    from market_agents.protocol.freeze import design_facts
 
-    name, _ = parse_target(target)
-    facts = design_facts(load_design(designs_dir / f"{name}.yaml"))
     problems = not_estimable(facts["cells"], facts["families"], data.pilot or {}, data.outcomes)
     return "; ".join(problems) if problems else "none"
 
@@ -299,8 +301,8 @@ def make_paper(target: str, out: Path, designs_dir: Path, roles: Roles,
     data, texts, inputs = load(target, designs_dir, roles, root, step)
     paper = build(data, texts, inputs, step)
     paper.notes["mde"] = data.mde_source
-    if data.confirmatory:
-        paper.notes["not_estimable"] = not_estimable_note(target, designs_dir, data)
+    if data.not_estimable is not None:
+        paper.notes["not_estimable"] = data.not_estimable
     write_paper(paper, out, step)
     bar.close()
     return json.loads((out / "paper.json").read_text())
