@@ -106,7 +106,7 @@ def test_a_lock_from_another_host_is_left_and_the_message_says_how_to_release_it
     lock = _snakemake_lock(state)
     with pytest.raises(DirectoryLocked, match=r"locked by snakemake pid 4242 on host "
                        r"node-b.cluster \(started 2026-01-05T09:30:00\+01:00, target tier_T1\)"
-                       r".*release the lock by hand with `snakemake --unlock`"):
+                       r".*release the lock by hand with `.venv/bin/snakemake --unlock`"):
         hold("tier_T1", state)
     assert lock.exists()
 
@@ -114,7 +114,8 @@ def test_a_lock_from_another_host_is_left_and_the_message_says_how_to_release_it
 def test_a_lock_nobody_recorded_is_left(tmp_path):
     state = tmp_path / ".snakemake"
     lock = _snakemake_lock(state)
-    with pytest.raises(DirectoryLocked, match="no invocation recorded.*`snakemake --unlock`"):
+    with pytest.raises(DirectoryLocked,
+                       match="no invocation recorded.*`.venv/bin/snakemake --unlock`"):
         hold("pilot", state)
     assert lock.exists()
 

@@ -139,7 +139,7 @@ def test_missing_key_for_a_live_design_says_what_to_do(workdir):
     out = done.stdout + done.stderr
     assert done.returncode != 0
     assert "OPENAI_API_KEY is not set; put it in .env" in out
-    assert "snakemake rehearse_<tier>" in out
+    assert "`.venv/bin/snakemake rehearse_<tier>`" in out
 
 
 def test_confirmatory_gate_refuses_without_freeze(workdir):

@@ -90,11 +90,11 @@ def test_refuses_when_confirmatory_config_changes(pkg_copy):
 
 
 def test_missing_freeze_and_missing_price_say_what_to_do(tmp_path, pkg_copy):
-    with pytest.raises(FreezeError, match="run `snakemake freeze`"):
+    with pytest.raises(FreezeError, match="run `.venv/bin/snakemake freeze`"):
         load(tmp_path / "freeze.json")
     with pytest.raises(FreezeError, match="no price for gpt-5.4-nano"):
         build(_design(), PILOT, {"models": {}}, {}, package_root=pkg_copy)
-    with pytest.raises(FreezeError, match="run `snakemake pilot` first"):
+    with pytest.raises(FreezeError, match="run `.venv/bin/snakemake pilot` first"):
         build(_design(), {}, PRICES, {}, package_root=pkg_copy)
 
 

@@ -119,7 +119,7 @@ def pilot_diagnostics(data: PaperData, title: str):
     p, o = data.pilot, data.pilot_outcomes
     if p is None or o is None:
         return Skip("no pilot outcomes (results/runs/pilot_openai/outcomes.parquet: "
-                    "`snakemake pilot`; rehearsal: `snakemake rehearse_pilot`)")
+                    "`.venv/bin/snakemake pilot`; rehearsal: `.venv/bin/snakemake rehearse_pilot`)")
     live = o.filter(pl.col("n_llm_decisions") > 0)
     if live.is_empty():
         return Skip("the pilot has no LLM decisions")

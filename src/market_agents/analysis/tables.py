@@ -381,7 +381,7 @@ def control_sd(data: PaperData) -> pl.DataFrame | Skip:
     s = data.sigma
     if s is None or s.is_empty():
         return Skip("no sigma design outcomes (results/runs/sigma/outcomes.parquet; "
-                    "`snakemake sigma`, free)")
+                    "`.venv/bin/snakemake sigma`, free)")
     skip = {"seed", "llm_share"}
     numeric = [c for c in s.columns if s[c].dtype.is_numeric() and c not in skip
                and not c.startswith("treatment_")]

@@ -15,8 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``ma dag`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "dag",
-        help="render `snakemake --rulegraph` output to SVG and Mermaid",
-        description="Read DOT text (a file, or - for stdin) from `snakemake TARGET --rulegraph` "
+        help="render `.venv/bin/snakemake --rulegraph` output to SVG and Mermaid",
+        description="Read DOT text (a file, or - for stdin) from "
+        "`.venv/bin/snakemake TARGET --rulegraph` "
         "or `--dag` and write an SVG (Graphviz when installed, else a built-in layered layout) "
         "and a Mermaid flowchart. Several files are the protocol's stages in order, drawn as one "
         "graph (a rule drawn again is labelled with its stage, the file name without .dot; the "

@@ -90,7 +90,7 @@ def _create(args: argparse.Namespace) -> int:
         raise FreezeError(f"{out} exists: a freeze is written once. To re-freeze, record "
                           "the deviation, then delete the file deliberately")
     if not pilot_path.exists():
-        raise ConfigError(f"{pilot_path} does not exist: run `snakemake "
+        raise ConfigError(f"{pilot_path} does not exist: run `.venv/bin/snakemake "
                           f"{'rehearse_pilot' if args.mock else 'pilot'}` first")
     design = load_design(args.design, args.results)
     pilot = json.loads(pilot_path.read_text())

@@ -44,7 +44,8 @@ def _run(args: argparse.Namespace) -> int:
     design = load_design(args.design)
     path = args.outcomes or outcomes_path(design.name, args.mock)
     if not path.exists():
-        raise ConfigError(f"{path} does not exist: run `snakemake pilot` (or `ma gather`) first")
+        raise ConfigError(f"{path} does not exist: run `.venv/bin/snakemake pilot` (or `ma "
+                          "gather`) first")
     outcomes = pl.read_parquet(path)
     dirs = [run_dir(design.name, c, s, args.mock) for c, s in design.runs()]
     models = {c: [m for r in llm.paid_routes() for m in llm.model_ids(r)]

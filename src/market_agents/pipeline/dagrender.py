@@ -16,7 +16,7 @@ _EDGE = re.compile(r"^\s*(\d+)\s*->\s*(\d+)", re.M)
 
 
 def parse_dot(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
-    """The nodes (id -> label) and edges of ``snakemake --rulegraph`` DOT text.
+    """The nodes (id -> label) and edges of ``.venv/bin/snakemake --rulegraph`` DOT text.
 
     Raises:
         ConfigError: the text has no nodes (Snakemake printed an error instead).
@@ -25,7 +25,8 @@ def parse_dot(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
     edges = [(a, b) for a, b in _EDGE.findall(text) if a in nodes and b in nodes]
     if not nodes:
         raise ConfigError("the DAG text has no nodes: is it the output of "
-                          "`snakemake --rulegraph` (and did snakemake print an error instead)?")
+                          "`.venv/bin/snakemake --rulegraph` (and did snakemake print an error "
+                          "instead)?")
     return nodes, edges
 
 

@@ -3,8 +3,8 @@ by itself (docs/resume.md: after a kill, run the same command again).
 
 Snakemake guards a directory with lock files under ``.snakemake/locks/``. A hard stop (kill -9,
 an out-of-memory kill, a reboot, a preempted job) leaves them behind, and Snakemake cannot tell
-them from a live invocation's: the next run fails until ``snakemake --unlock``. Here every
-invocation that runs jobs also holds an OS lock (``flock``) on ``.snakemake/holder.json`` for
+them from a live invocation's: the next run fails until ``.venv/bin/snakemake --unlock``. Here
+every invocation that runs jobs also holds an OS lock (``flock``) on ``.snakemake/holder.json`` for
 its whole life and writes there who it is (pid, host, start time, target). The kernel drops a
 flock the moment its process dies, however it dies, so the next invocation knows:
 
@@ -40,7 +40,7 @@ STATE_DIR = Path(".snakemake")  # Snakemake's own state directory, relative to t
 HOLDER_FILE = "holder.json"
 LOCKS_DIR = "locks"  # where Snakemake's file persistence keeps its lock files
 TOKEN_ENV = "MARKET_AGENTS_HOLDER"
-UNLOCK = "`snakemake --unlock` (or `make unlock`)"
+UNLOCK = "`.venv/bin/snakemake --unlock` (or `make unlock`)"
 _HELD: dict[Path, int] = {}  # holder file -> the descriptor whose flock lasts this process
 
 

@@ -406,7 +406,7 @@ class Workflow:
 
     @property
     def paper_target(self) -> str:
-        """The design `snakemake paper` writes (workflow config ``paper``; default the
+        """The design `.venv/bin/snakemake paper` writes (workflow config ``paper``; default the
         confirmatory design), or ``rehearse_<design>``."""
         return self.config.paper or self.config.confirmatory
 

@@ -67,7 +67,8 @@ class WorkflowConfig(Strict):
         default=None, ge=1, description="only the first N seeds of every cell (a small stage)"
     )
     paper: str | None = Field(
-        default=None, description="design of `snakemake paper` (default: the confirmatory one); "
+        default=None, description="design of `.venv/bin/snakemake paper` (default: the "
+        "confirmatory one); "
         "rehearse_<design> for its mock rehearsal")
     bazaar_usd_cap: float = Field(
         default=1.0, ge=0, description="USD cap of one live Bazaar evaluation (ma bazaar eval)"

@@ -259,7 +259,7 @@ class Design:
             raise ConfigError(
                 f"{self.where(cell)}: its usd_cap is the pilot's measured spend per "
                 f"{c.equal_usd_of} run, read from {path}, which does not exist: freeze first "
-                f"(`snakemake {'rehearse_freeze' if mock else 'freeze'}`)")
+                f"(`.venv/bin/snakemake {'rehearse_freeze' if mock else 'freeze'}`)")
 
     def run_dir(self, cell: str, seed: int, mock: bool = False) -> Path:
         """The run directory of one of the design's runs under its results root."""

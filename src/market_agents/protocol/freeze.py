@@ -92,7 +92,7 @@ def build(
     sigma_d = pilot.get("sigma_d")
     if not sigma_d:
         raise FreezeError("results/manifests/pilot.json has no sigma_d table: run "
-                          "`snakemake pilot` first")
+                          "`.venv/bin/snakemake pilot` first")
     return {
         "git": git_revision(repo),
         "frozen_files": frozen_hashes(package_root),
@@ -125,7 +125,7 @@ def load(path: Path) -> dict[str, Any]:
     """
     if not path.exists():
         raise FreezeError(f"{path} does not exist: confirmatory live runs need a freeze; review "
-                          "the pilot, then run `snakemake freeze`")
+                          "the pilot, then run `.venv/bin/snakemake freeze`")
     try:
         return json.loads(path.read_text())
     except json.JSONDecodeError as exc:
@@ -405,7 +405,8 @@ def fundamentals_check(run_dirs: dict[int, Path], fundamentals: dict[str, Any],
     for seed, path in sorted(run_dirs.items()):
         f = Path(path) / table_file("ticks")
         if not f.exists():
-            raise FreezeError(f"{f} does not exist: run `snakemake sigma` before the freeze")
+            raise FreezeError(f"{f} does not exist: run `.venv/bin/snakemake sigma` before "
+                              "the freeze")
         per_seed[str(seed)] = public_value_gap_sd(pl.read_parquet(f))
     if not per_seed:
         raise FreezeError("no sigma runs to measure SD(V^pub/V - 1) on")

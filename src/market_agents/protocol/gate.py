@@ -214,7 +214,7 @@ def check_keys(design: Design, cells: list[str], where: str) -> None:
     for cell, problem in missing_keys(design, cells)[:1]:
         raise ConfigError(
             f"budget gate {where}: cell {cell!r}: {problem}. Or rehearse the same cells on "
-            "the mock first (snakemake rehearse_<tier>)"
+            "the mock first (`.venv/bin/snakemake rehearse_<tier>`)"
         )
 
 

@@ -231,7 +231,8 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = RESULTS,
     gathered = design_dir(design.name, rehearsal, root) / "outcomes.parquet"
     if not gathered.exists():
         make = f"{REHEARSAL_PREFIX}{name}" if rehearsal else name
-        raise ConfigError(f"{gathered} does not exist: run the design first (`snakemake {make}`"
+        raise ConfigError(f"{gathered} does not exist: run the design first "
+                          f"(`.venv/bin/snakemake {make}`"
                           + ("" if rehearsal else f", or read its rehearsal: make paper "
                              f"DESIGN={REHEARSAL_PREFIX}{name}") + ")")
     outcomes = pl.read_parquet(gathered)

@@ -160,7 +160,7 @@ def require_failed(path: Path) -> dict[str, Any]:
 
     if not path.exists():
         raise ConfigError(f"{path} does not exist: the re-pilot (§4) runs only after the pilot "
-                          "has run and failed; run `snakemake pilot` first")
+                          "has run and failed; run `.venv/bin/snakemake pilot` first")
     try:
         pilot = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
@@ -169,7 +169,7 @@ def require_failed(path: Path) -> dict[str, Any]:
     if pilot.get("pass") or not failed:
         raise ConfigError(f"{path} records a pilot that passed: the failure path (prompt v2, "
                           "mock re-run, one-seed re-pilot) is only for a failed pilot; freeze "
-                          "instead (`snakemake freeze`)")
+                          "instead (`.venv/bin/snakemake freeze`)")
     return {"path": str(path), "failed": failed}
 
 
@@ -199,7 +199,7 @@ def after_failed_pilot(pilot: dict[str, Any], repilot: dict[str, Any] | None,
         state = "does not exist" if repilot is None else "records a re-pilot that failed too"
         raise ConfigError(
             f"pilot criteria failed: {', '.join(failed)}, and {where} {state}. Protocol §4: "
-            "revise the prompt (v2), re-run the mock and a one-seed re-pilot (`snakemake "
+            "revise the prompt (v2), re-run the mock and a one-seed re-pilot (`.venv/bin/snakemake "
             "repilot`); to freeze anyway pass --accept-failed-pilot and record the deviation")
     if versions != repilot.get("prompt_versions"):
         raise ConfigError(

@@ -269,7 +269,7 @@ def gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
     if stale:  # never gathered, --allow-missing or not: they are not this design's runs
         raise StaleRun(f"{design.path}: {len(stale)} run(s) were made from another config than "
                        f"the design now gives, e.g. {stale[0]}; restore the design, or re-run "
-                       "its free runs (`snakemake TARGET` or `ma cell ... --score "
+                       "its free runs (`.venv/bin/snakemake TARGET` or `ma cell ... --score "
                        "--replace-stale`) and move paid ones away")
     if missing and not allow_missing:
         raise MissingRuns(f"{design.path}: {len(missing)} run(s) have no {OUTCOMES_FILE}, e.g. "
@@ -395,8 +395,8 @@ def write_control_sd(design: Design, control: str, mock: bool = False,
 
     src = outcomes_path(design.name, mock, root)
     if not src.exists():
-        raise ConfigError(f"{src} does not exist: run `snakemake {design.name}` (or `ma gather`) "
-                          "first")
+        raise ConfigError(f"{src} does not exist: run `.venv/bin/snakemake {design.name}` "
+                          "(or `ma gather`) first")
     try:
         table = control_sd(pl.read_parquet(src), control)
     except ValueError as exc:
