@@ -209,3 +209,42 @@ def test_the_robust_portmanteau_holds_its_size_under_clustering_where_ljung_box_
 def test_hill_of_a_tied_tail_is_not_a_number_not_infinity():
     x = np.concatenate([np.full(30, 2.0), np.linspace(0.1, 1.0, 500)])
     assert all(np.isnan(v) for v in realism.hill(x, tail=0.05))
+
+
+def _calendar(n: int, interval: int, rng: np.random.Generator, quiet_sd: float):
+    """Returns of an efficient market on a news calendar: a Student-t(3) release every
+    ``interval`` ticks, i.i.d. normal trading noise in between."""
+    release = np.arange(n) % interval == 0
+    news = np.where(release, rng.standard_t(3, n) * 0.006, 0.0)
+    return news + np.where(release, 0.0, rng.normal(0.0, quiet_sd, n)), release, news
+
+
+def test_news_variance_share_is_the_share_of_squared_returns_on_releases():
+    r = np.array([0.02, 0.001, -0.001, -0.02, 0.0])
+    release = np.array([True, False, False, True, False])
+    assert realism.news_variance_share(r, release) == pytest.approx(0.0008 / 0.000802)
+    assert np.isnan(realism.news_variance_share(np.zeros(3), np.zeros(3, dtype=bool)))
+
+
+def test_the_calendar_null_keeps_the_news_and_the_quiet_variance():
+    rng = np.random.default_rng(3)
+    r, release, news = _calendar(20_000, 10, rng, 0.001)
+    null = realism.calendar_null(r, release, news, np.random.default_rng(4))
+    assert np.array_equal(null[release], news[release])
+    assert np.std(null[~release]) == pytest.approx(np.std(r[~release]), rel=0.03)
+    assert realism.acf_many(null[~release], 3) == pytest.approx(np.zeros(3), abs=0.03)
+
+
+def test_ljung_box_over_rejects_an_unpredictable_market_whose_news_dominates():
+    """Why the report carries the calendar null: with fat-tailed news on one tick in ten
+    carrying most of the variance, Ljung-Box rejects an unpredictable series well above 5 %,
+    and less so as trading variance between releases grows."""
+    rng = np.random.default_rng(5)
+
+    def rate(quiet_sd: float) -> float:
+        return float(np.mean([realism.ljung_box(_calendar(550, 10, rng, quiet_sd)[0])[1] < 0.05
+                              for _ in range(600)]))
+
+    news_heavy, trading_heavy = rate(0.0005), rate(0.004)
+    assert news_heavy > 0.08
+    assert trading_heavy < news_heavy

@@ -147,7 +147,9 @@ def run_facts(mid: np.ndarray, value: np.ndarray, volume: np.ndarray, burn_in: i
         ``mispricing`` (dict of :func:`realism.mispricing`), ``public_mispricing`` (the same
         against V^pub; None without ``public``), ``mispricing_path`` (|P/V − 1|
         per tick after the burn-in), ``holdings_low`` (type -> worst share of ticks below the
-        floor, shares or cash), ``n`` (returns).
+        floor, shares or cash), ``n`` (returns); with ``public`` also
+        ``news_variance_share``, ``calendar_null_ljung_box_p`` and ``calendar_null_hill``
+        (references: :func:`realism.calendar_null`).
     """
     p, v = mid[burn_in:], value[burn_in:]
     log_p = np.log(p)
@@ -156,6 +158,18 @@ def run_facts(mid: np.ndarray, value: np.ndarray, volume: np.ndarray, burn_in: i
     # The return at index i is the change into tick burn_in + 1 + i.
     abs_acf = realism.acf_many(realism.deseasonalize(ab, season, burn_in + 1), ABS_ACF_LAGS)
     hill, hill_se = realism.hill(ab)
+    reference = {}
+    if public is not None:
+        # The calendar null (realism.calendar_null): a reference for the portmanteau tests,
+        # drawn from the run's own returns so the same run gives the same figure.
+        news = np.diff(np.log(public[burn_in:]))
+        release = news != 0
+        rng = np.random.default_rng(np.frombuffer(r.tobytes(), dtype=np.uint32)
+                                    if len(r) else 0)
+        null = realism.calendar_null(r, release, news, rng)
+        reference = {"news_variance_share": realism.news_variance_share(r, release),
+                     "calendar_null_ljung_box_p": realism.ljung_box(null, LJUNG_BOX_LAGS)[1],
+                     "calendar_null_hill": realism.hill(np.abs(null))[0]}
     excluded = realism.after_shocks(len(mid), shock_times, SHOCK_WINDOW)[burn_in:]
     low: dict[str, float] = {}
     for kind, series in (holdings or {}).items():
@@ -177,6 +191,7 @@ def run_facts(mid: np.ndarray, value: np.ndarray, volume: np.ndarray, burn_in: i
             p, public[burn_in:], excluded, GAP),
         "mispricing_path": np.abs(p / v - 1.0),
         "holdings_low": low,
+        **reference,
     }
 
 
@@ -233,6 +248,13 @@ def report(rows: list[dict[str, Any]], ticks: int) -> dict[str, Any]:
            if all(r.get("public_mispricing") for r in rows) else {}),
         **{f"holdings_low_{k}_worst": float(max(r["holdings_low"].get(k, 0.0) for r in rows))
            for k in kinds},
+        # references, not targets (realism.calendar_null): where the news calendar alone
+        # puts the Ljung-Box rejection rate for this market's trading variance
+        **({"news_variance_share": med([r["news_variance_share"] for r in rows]),
+            "calendar_null_ljung_box_reject_share": float(np.mean(
+                [r["calendar_null_ljung_box_p"] < 0.05 for r in rows])),
+            "calendar_null_hill_tail_index": med([r["calendar_null_hill"] for r in rows])}
+           if all("news_variance_share" in r for r in rows) else {}),
     }
     results = {
         "ljung_box_reject_share": (values["ljung_box_reject_share"],
