@@ -29,7 +29,8 @@ NOT_HERE: tuple[tuple[str, str], ...] = (
     ("<run_id>", "a placeholder: a declared run of the contract (tests/pipeline/test_contract.py "
                  "runs the commit step)"),
     ("--provider openai ", "a paid key (tests/llm/test_live_api.py --runapi)"),
-    ("my_prices.yaml", "a user's price table for a local server (`make demo-local-llm`)"),
+    ("--base-url http://127.0.0.1:8000", "a local model server (`make demo-local-llm` runs "
+                                          "this evaluation against its own)"),
     ("llama", "a local model server (`make demo-local-llm`)"),
     ("vllm serve", "a GPU model server"),
     ("ollama serve", "a local model server"),
