@@ -473,51 +473,77 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
                 pass
 
         def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            """One request: refused (bad JSON, key, route or schema), or answered after its
+            planned delay with its planned fault (:meth:`FakeAPI.plan`), or a model answer."""
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             path = self.path.split("?")[0]
             try:
                 body = json.loads(raw)
             except ValueError:
-                self._send(400, json.dumps(_error_body(path, 400, "body is not JSON")).encode())
+                self._error(path, 400, "body is not JSON")
                 return
-            key = self.headers.get("x-api-key") or self.headers.get("Authorization", "")
-            key = key.removeprefix("Bearer ").strip()
+            key = self._key()
             fault, delay, digest = api.plan(path, raw)
             # the key itself is never logged: only whether one came, and whether it was accepted
             entry = {"path": path, "body": body, "fault": fault, "t": time.time(),
                      "auth": "present" if key else "missing"}
-            if not key or (api.valid_keys is not None and key not in api.valid_keys):
-                api.record(entry | {"status": 401})
-                self._send(401, json.dumps(_error_body(path, 401, "invalid api key")).encode())
-                return
-            if not path.endswith(("/responses", "/messages", "/chat/completions")):
-                api.record(entry | {"status": 404})
-                self._send(404, json.dumps(_error_body(path, 404, "no such route")).encode())
-                return
-            status, problems = check_request(path, body, api.server)
-            if problems:
-                api.record(entry | {"status": status, "problems": problems})
-                self._send(status, json.dumps(_error_body(path, status,
-                                                          "; ".join(problems))).encode())
+            if self._refused(path, body, key, entry):
                 return
             time.sleep(api.hang_s if fault == "timeout" else delay)
             if fault == "quota" and path.endswith("/messages"):  # Anthropic's out-of-credit
                 fault = "credit"
-            status = STATUS.get(fault, 0 if fault == "reset" else 200)
-            api.record(entry | {"status": status})
+            api.record(entry | {"status": STATUS.get(fault, 0 if fault == "reset" else 200)})
             if fault == "reset":
                 self._reset()
-                return
-            if fault in STATUS:
-                code = "insufficient_quota" if fault == "quota" else None
-                headers = {"Retry-After": f"{api.retry_after_s:g}"} if fault == "429" else {}
-                self._send(status, json.dumps(_error_body(path, status, FAULT_MESSAGES[fault],
-                                                          code)).encode(),
-                           headers | api.fault_headers)
-                return
-            if fault == "badjson":
+            elif fault in STATUS:
+                self._fault(path, fault)
+            elif fault == "badjson":
                 self._send(200, b'{"id": "resp_fake", "output": [')
-                return
+            else:
+                self._answer(path, body, digest, fault)
+
+        def _key(self) -> str:
+            """The API key the request carries (Anthropic's header or a bearer token)."""
+            key = self.headers.get("x-api-key") or self.headers.get("Authorization", "")
+            return key.removeprefix("Bearer ").strip()
+
+        def _error(self, path: str, status: int, message: str, code: str | None = None,
+                   headers: dict[str, str] | None = None) -> bool:
+            """Send the provider's error body for ``status``."""
+            return self._send(status, json.dumps(_error_body(path, status, message,
+                                                             code)).encode(), headers)
+
+        def _refused(self, path: str, body: dict[str, Any], key: str,
+                     entry: dict[str, Any]) -> bool:
+            """Log and answer a request refused before any fault: a missing or unknown key
+            (401), an unknown route (404), a body the emulated server rejects (its status).
+            True when the request was refused."""
+            extra: dict[str, Any] = {}
+            if not key or (api.valid_keys is not None and key not in api.valid_keys):
+                status, message = 401, "invalid api key"
+            elif not path.endswith(("/responses", "/messages", "/chat/completions")):
+                status, message = 404, "no such route"
+            else:
+                status, problems = check_request(path, body, api.server)
+                if not problems:
+                    return False
+                extra, message = {"problems": problems}, "; ".join(problems)
+            api.record(entry | {"status": status} | extra)
+            self._error(path, status, message)
+            return True
+
+        def _fault(self, path: str, fault: str) -> None:
+            """An HTTP error fault (429, 500, quota, credit, ...), with Retry-After on a 429
+            and the configured fault headers."""
+            code = "insufficient_quota" if fault == "quota" else None
+            headers = {"Retry-After": f"{api.retry_after_s:g}"} if fault == "429" else {}
+            self._error(path, STATUS[fault], FAULT_MESSAGES[fault], code,
+                        headers | api.fault_headers)
+
+        def _answer(self, path: str, body: dict[str, Any], digest: bytes, fault: str) -> None:
+            """A 200 with the model's answer, spoiled as ``fault`` says (malformed: cut in
+            half; refusal; failed: a Responses answer with status failed; trickle: sent
+            slowly); counts it answered once it is out."""
             text = api.answer(body, digest)
             if fault == "malformed":
                 text = text[: len(text) // 2]
