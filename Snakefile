@@ -13,7 +13,7 @@ include: "rules/common.smk"
 
 
 wildcard_constraints:
-    kind=r"runs|rehearsal",
+    kind="|".join(layout.KINDS),
     design=r"[A-Za-z0-9_]+",
     cell=r"[A-Za-z0-9_]+",
     seed=r"[0-9][0-9][0-9][0-9]+",

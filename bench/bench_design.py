@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from market_agents.analysis.scoring import score_run
-from market_agents.protocol.design import load_design, run_dir
+from market_agents.layout import run_dir
+from market_agents.protocol.design import load_design
 from market_agents.protocol.steps import run_design, sensitivity, sensitivity_grid, write_gather
 
 

@@ -4,21 +4,22 @@
 
 rule bazaar_anchors:
     output:
-        json="results/bazaar/anchors/anchors.json",
-        parquet="results/bazaar/anchors/anchors.parquet",
+        json=W.bazaar_file("anchors", "anchors.json"),
+        parquet=W.bazaar_file("anchors", "anchors.parquet"),
     log:
-        "results/logs/bazaar/anchors.log",
+        W.log("bazaar", "anchors.log"),
     shell:
-        "{MA} bazaar anchors --out results/bazaar/anchors > {log} 2>&1"
+        "{MA} bazaar anchors --out " + W.bazaar_file("anchors") + " > {log} 2>&1"
 
 
 rule bazaar_exploits:
     output:
-        json="results/bazaar/exploits/exploits_{bz_tier}.json",
+        json=W.bazaar_file("exploits", "exploits_{bz_tier}.json"),
     log:
-        "results/logs/bazaar/exploits_{bz_tier}.log",
+        W.log("bazaar", "exploits_{bz_tier}.log"),
     shell:
-        "{MA} bazaar exploits --tier {wildcards.bz_tier} --out results/bazaar/exploits > {log} 2>&1"
+        "{MA} bazaar exploits --tier {wildcards.bz_tier} --out " + W.bazaar_file("exploits")
+        + " > {log} 2>&1"
 
 
 rule bazaar_eval:
@@ -26,10 +27,10 @@ rule bazaar_eval:
         provider=r"mock|openai|anthropic|openai_compatible",
         model=r"[A-Za-z0-9._-]+",
     output:
-        summary="results/bazaar/eval/{provider}/{model}/{bz_tier}/summary.json",
-        scores="results/bazaar/eval/{provider}/{model}/{bz_tier}/scores.parquet",
+        summary=W.bazaar_file("eval", "{provider}", "{model}", "{bz_tier}", "summary.json"),
+        scores=W.bazaar_file("eval", "{provider}", "{model}", "{bz_tier}", "scores.parquet"),
     log:
-        "results/logs/bazaar/eval/{provider}/{model}/{bz_tier}.log",
+        W.log("bazaar", "eval", "{provider}", "{model}", "{bz_tier}.log"),
     params:
         out=W.bazaar_eval_dir,
         cache=W.bazaar_cache,

@@ -1,9 +1,11 @@
 # The one object every rule names its files, input functions and parameters through
-# (market_agents.pipeline.workflow, unit-tested in tests/pipeline); the rules hold no logic.
+# (market_agents.pipeline.workflow, unit-tested in tests/pipeline); the rules hold no logic. Every
+# path under results/ comes from market_agents.layout.
 # Rules run `ma` as {MA}: the interpreter Snakemake runs in, activated or not.
 
 import os
 
+from market_agents import layout
 from market_agents.pipeline import holder
 from market_agents.pipeline.workflow import Workflow
 from market_agents.protocol.tiers import NO_TIER, TIER_PATTERN

@@ -11,7 +11,7 @@ rule freeze:
         freeze=protected(report(W.manifest("freeze"), caption="../workflow/report/freeze.rst",
                                 category="Manifests")),
     log:
-        "results/logs/freeze.log",
+        W.log("freeze.log"),
     params:
         sigma=W.design_file(WF.sigma),
     shell:
@@ -28,7 +28,7 @@ rule rehearse_freeze:
     output:
         freeze=W.manifest("freeze", mock=True),
     log:
-        "results/logs/rehearse_freeze.log",
+        W.log("rehearse_freeze.log"),
     params:
         sigma=W.design_file(WF.sigma),
     shell:

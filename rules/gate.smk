@@ -9,7 +9,7 @@ checkpoint gate:
     output:
         manifest=W.gate_manifest("{design}", "{tier}"),
     log:
-        "results/logs/gate/{design}_{tier}.log",
+        W.log("gate", "{design}_{tier}.log"),
     params:
         plan=W.gate_plan,
         freeze=W.freeze_flag,
@@ -32,7 +32,7 @@ rule reconcile:
     output:
         spent=W.spent("{design}", "{tier}"),
     log:
-        "results/logs/reconcile/{design}_{tier}.log",
+        W.log("reconcile", "{design}_{tier}.log"),
     params:
         design=W.design_yaml,
     shell:

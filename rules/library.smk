@@ -7,9 +7,9 @@ rule library:
     input:
         t1=ancient(W.spent(WF.confirmatory, "T1")),
     output:
-        npz="results/library/{library}.npz",
+        npz=W.library("{library}"),
     log:
-        "results/logs/library/{library}.log",
+        W.log("library", "{library}.log"),
     params:
         cache=W.cache(WF.confirmatory),
         model=W.library_model,
@@ -21,9 +21,9 @@ rule rehearse_library:
     input:
         t1=W.outcome_files(WF.confirmatory, "T1", mock=True),
     output:
-        npz="results/rehearsal/library/{library}.npz",
+        npz=W.library("{library}", mock=True),
     log:
-        "results/logs/rehearse_library/{library}.log",
+        W.log("rehearse_library", "{library}.log"),
     params:
         cache=W.cache(WF.confirmatory, mock=True),
         model=W.library_model,

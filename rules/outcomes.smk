@@ -7,9 +7,9 @@ rule gather:
         outcomes=W.design_outcomes,
         sources=W.gather_sources,
     output:
-        parquet="results/{kind}/{design}/outcomes.parquet",
+        parquet=W.gathered("{design}", kind="{kind}"),
     log:
-        "results/logs/gather/{kind}/{design}.log",
+        W.log("gather", "{kind}", "{design}.log"),
     params:
         design=W.design_yaml,
         flags=W.gather_flags,
@@ -23,9 +23,9 @@ rule gather_tier:
     input:
         outcomes=W.tier_outcomes,
     output:
-        parquet="results/{kind}/{design}/outcomes_{tier}.parquet",
+        parquet=W.gathered("{design}", tier="{tier}", kind="{kind}"),
     log:
-        "results/logs/gather/{kind}/{design}_{tier}.log",
+        W.log("gather", "{kind}", "{design}_{tier}.log"),
     params:
         design=W.design_yaml,
         flags=W.gather_flags,
@@ -38,11 +38,11 @@ rule gather_tier:
 # The free σ estimates (§3): the control SD of every outcome.
 rule control_sd:
     input:
-        outcomes="results/runs/{design}/outcomes.parquet",
+        outcomes=W.gathered("{design}"),
     output:
-        parquet="results/runs/{design}/control_sd.parquet",
+        parquet=W.control_sd_file("{design}"),
     log:
-        "results/logs/control_sd/{design}.log",
+        W.log("control_sd", "{design}.log"),
     params:
         design=W.design_yaml,
         control=WF.control,

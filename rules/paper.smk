@@ -18,7 +18,7 @@ rule paper:
         deviations="paper/deviations.md",
         summary="paper/paper.json",
     log:
-        "results/logs/paper.log",
+        W.log("paper.log"),
     params:
         design=W.paper_target,
         flags=W.paper_flags,

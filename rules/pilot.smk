@@ -10,7 +10,7 @@ rule pilot_manifest:
         manifest=report(W.manifest("pilot"), caption="../workflow/report/pilot.rst",
                         category="Manifests"),
     log:
-        "results/logs/pilot.log",
+        W.log("pilot.log"),
     params:
         design=W.design_file(WF.pilot),
         control=WF.control,
@@ -26,7 +26,7 @@ rule rehearse_pilot_manifest:
     output:
         manifest=W.manifest("pilot", mock=True),
     log:
-        "results/logs/rehearse_pilot.log",
+        W.log("rehearse_pilot.log"),
     params:
         design=W.design_file(WF.pilot),
         control=WF.control,
@@ -44,7 +44,7 @@ rule rehearse_repilot_manifest:
     output:
         manifest=W.manifest("repilot", mock=True),
     log:
-        "results/logs/rehearse_repilot.log",
+        W.log("rehearse_repilot.log"),
     params:
         design=W.design_file(WF.repilot),
         control=WF.control,
@@ -62,7 +62,7 @@ rule repilot_manifest:
         manifest=report(W.manifest("repilot"), caption="../workflow/report/pilot.rst",
                         category="Manifests"),
     log:
-        "results/logs/repilot.log",
+        W.log("repilot.log"),
     params:
         design=W.design_file(WF.repilot),
         control=WF.control,

@@ -5,14 +5,14 @@
 # confirmatory ones (its rules labelled "(confirmatory)"), the freeze before their gates.
 rule dag:
     output:
-        before="results/dag/freeze.dot",
-        after="results/dag/confirmatory.dot",
-        dot="results/dag/protocol.dot",
-        svg=report("results/dag/protocol.svg", caption="../workflow/report/dag.rst",
+        before=W.dag_file("freeze.dot"),
+        after=W.dag_file("confirmatory.dot"),
+        dot=W.dag_file("protocol.dot"),
+        svg=report(W.dag_file("protocol.svg"), caption="../workflow/report/dag.rst",
                    category="Workflow"),
-        mermaid="results/dag/protocol.mmd",
+        mermaid=W.dag_file("protocol.mmd"),
     log:
-        "results/logs/dag.log",
+        W.log("dag.log"),
     params:
         snakefile=workflow.main_snakefile,
         snakemake=W.snakemake,

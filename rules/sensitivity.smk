@@ -3,11 +3,11 @@
 
 rule sensitivity_grid:
     input:
-        outcomes="results/runs/{design}/outcomes.parquet",
+        outcomes=W.gathered("{design}"),
     output:
-        parquet="results/runs/{design}/sensitivity.parquet",
+        parquet=W.sensitivity_file("{design}"),
     log:
-        "results/logs/sensitivity/{design}.log",
+        W.log("sensitivity", "{design}.log"),
     params:
         design=W.design_yaml,
         partial=W.partial_flag,

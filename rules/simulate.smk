@@ -19,7 +19,7 @@ rule simulate:
     output:
         runs=W.cell_runs,
     log:
-        "results/logs/simulate/{design}/{cell}/runs_{first}-{last}_{chash}.log",
+        W.log("simulate", "{design}", "{cell}", "runs_{first}-{last}_{chash}.log"),
     params:
         design=W.design_yaml,
         seeds=W.cell_seeds,
@@ -39,7 +39,7 @@ rule simulate_live:
     output:
         **W.run_outputs("runs"),
     log:
-        "results/logs/simulate_live/{design}/{cell}/seed{seed}.log",
+        W.log("simulate_live", "{design}", "{cell}", "seed{seed}.log"),
     params:
         design=W.design_yaml,
         cache=W.cache_file,
@@ -64,7 +64,7 @@ rule rehearse:
     output:
         **W.run_outputs("rehearsal"),
     log:
-        "results/logs/rehearse/{design}/{cell}/seed{seed}.log",
+        W.log("rehearse", "{design}", "{cell}", "seed{seed}.log"),
     params:
         design=W.design_yaml,
         cache=W.rehearsal_cache,

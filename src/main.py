@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from market_agents import layout
 from market_agents.errors import MarketAgentsError
 from market_agents.pipeline.contract import MODES, SANITY_LINE, execute, load_run_spec
 
@@ -27,8 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run-id", required=True, help="config/run/<run_id>.yaml")
     p.add_argument("--mode", default="sanity", choices=MODES)
     p.add_argument("--workdir", type=Path, default=Path("."),
-                   help="project directory holding config/, .research/ and results/ (default: "
-                   "here)")
+                   help=f"project directory holding config/, .research/ and {layout.ROOT}/ "
+                   "(default: here)")
     args = p.parse_args(argv)
     try:
         out = execute(load_run_spec(args.run_id, args.workdir), args.mode, args.workdir)

@@ -17,7 +17,7 @@ from pathlib import Path
 import market_agents
 
 PKG = Path(market_agents.__file__).parent
-BOTTOM = ("core", "errors", "rng", "atomic")
+BOTTOM = ("core", "errors", "rng", "atomic", "layout")
 ENGINE = ("market", "agents", "sim")
 ABOVE_ENGINE = ("protocol", "pipeline", "commands", "analysis", "testing", "bazaar", "cli")
 # folder -> folders (or top-level modules) it must never import

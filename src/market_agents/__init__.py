@@ -18,6 +18,9 @@ checks it)::
     config.py          the simulation config (pydantic), hashed for provenance
     inputs.py          reading what users give: UTF-8 text files, strict YAML (no duplicate
                        keys, size and alias limits); imports only errors.py
+    layout.py          every path under results/ (runs, rehearsal, caches, manifests, freeze,
+                       pilot, deviations, ledger, budget, library, Bazaar, logs, sanity);
+                       imports nothing from the package
     core.py errors.py rng.py atomic.py   the bottom layer: imports nothing from the package
     bazaar/            the Bazaar environment (its engine stands alone; llm_eval bridges to llm/)
     testing/           the fake provider HTTP server for tests and benchmarks (never imported

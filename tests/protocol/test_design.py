@@ -11,7 +11,8 @@ import yaml
 
 from market_agents.cli import main as ma
 from market_agents.errors import ConfigError
-from market_agents.protocol.design import load_design, run_dir
+from market_agents.layout import run_dir
+from market_agents.protocol.design import load_design
 from market_agents.protocol.planning import (
     RunPlan,
     plan_cell,

@@ -255,7 +255,8 @@ def test_freeze_names_every_estimand_it_cannot_estimate_and_refuses_until_record
     import json
     import subprocess
 
-    from market_agents.protocol.design import load_design, outcomes_path
+    from market_agents.layout import outcomes_path
+    from market_agents.protocol.design import load_design
     from tests.support.workflow import BIN, env
 
     path = workdir / "config/designs/confirmatory.yaml"
@@ -323,7 +324,8 @@ def test_a_deviation_records_the_estimands_the_freeze_could_not_estimate(workdir
 
     import polars as pl
 
-    from market_agents.protocol.design import load_design, outcomes_path
+    from market_agents.layout import outcomes_path
+    from market_agents.protocol.design import load_design
     from tests.support.workflow import BIN, env
 
     def ma(*args):

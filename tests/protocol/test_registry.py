@@ -6,7 +6,7 @@ import json
 import pytest
 
 from market_agents.errors import ConfigError
-from market_agents.protocol.gate import manifest_path
+from market_agents.layout import budget_manifest
 from market_agents.protocol.registry import DesignRegistry
 from market_agents.protocol.tiers import NO_TIER, TIERS
 from tests.support import ROOT
@@ -54,7 +54,7 @@ def test_runs_leave_out_what_the_gate_cut_but_a_rehearsal_runs_everything(regist
     every = registry.runs("confirmatory", "T1")
     assert every and {registry.tier_of("confirmatory", c) for c, _ in every} == {"T1"}
     cell, seed = every[-1]
-    path = manifest_path("confirmatory", "T1")
+    path = budget_manifest("confirmatory", "T1")
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"cut": [{"tier": "T1", "cell": cell, "seed": seed}]}))
     assert registry.runs("confirmatory", "T1") == every[:-1]

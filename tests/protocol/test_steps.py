@@ -14,7 +14,8 @@ from market_agents.analysis.scoring import score_run, write_outcomes
 from market_agents.cli import main as ma
 from market_agents.config import config_hash
 from market_agents.core import sha256_file
-from market_agents.protocol.design import load_design, run_dir
+from market_agents.layout import run_dir
+from market_agents.protocol.design import load_design
 from market_agents.protocol.steps import (
     MissingRuns,
     StaleRun,

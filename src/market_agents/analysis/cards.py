@@ -13,6 +13,8 @@ from typing import Any
 
 import polars as pl
 
+from market_agents import layout
+
 # Deviations of this implementation from the run protocol (WP 27, 2026-10-27), with the date
 # they were recorded (the commit that introduced each).
 KNOWN_DEVIATIONS: tuple[dict[str, str], ...] = (
@@ -31,7 +33,7 @@ KNOWN_DEVIATIONS: tuple[dict[str, str], ...] = (
      "reason": "The analysis reads, besides outcomes.parquet, ticks.parquet, trades.parquet and "
                "llm_decisions.parquet, each run's manifest.json (spend, prompt and schema "
                "hashes, answer dates), the design YAML (a cell's burn-in and model settings), "
-               "config/prices.yaml (the model cards), results/manifests/freeze.json (the MDE) "
+               f"config/prices.yaml (the model cards), {layout.freeze_path()} (the MDE) "
                "and pilot.json, the budget gate's manifests (seeds cut) and the deviations "
                "log."},
     {"date": "2026-12-01", "section": "§2",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from market_agents import layout
+
 EST = ("Estimator (pre-registered): the mean over seeds of the paired difference y(cell, s) - "
        "y(control, s), the control run having the same seed (common random numbers); SE = SD of "
        "the differences / sqrt(n); 95 % Student t interval; 95 % percentile bootstrap over seeds "
@@ -141,7 +143,7 @@ OTHER_FILES = {
                       "date, effort, max output tokens, temperature, prompt version and hash, "
                       "schema hash (config/prices.yaml, run manifests, the design)",
     "deviations.md": "the deviations appendix: the dated deviations log "
-                     "(results/manifests/deviations.jsonl) and the known deviations",
+                     f"({layout.deviations_log()}) and the known deviations",
     "index.html": "one page with every table and figure",
     "paper.json": "what was written, what was skipped and why, and from which inputs",
 }

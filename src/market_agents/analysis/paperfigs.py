@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from market_agents import layout
 from market_agents.analysis.figures import _pyplot
 from market_agents.analysis.stats import PAPER_OUTCOMES
 from market_agents.analysis.tables import PaperData, Skip
@@ -118,7 +119,7 @@ def pilot_diagnostics(data: PaperData, title: str):
     """
     p, o = data.pilot, data.pilot_outcomes
     if p is None or o is None:
-        return Skip("no pilot outcomes (results/runs/pilot_openai/outcomes.parquet: "
+        return Skip(f"no pilot outcomes ({layout.outcomes_path('pilot_openai')}: "
                     "`.venv/bin/snakemake pilot`; rehearsal: `.venv/bin/snakemake rehearse_pilot`)")
     live = o.filter(pl.col("n_llm_decisions") > 0)
     if live.is_empty():

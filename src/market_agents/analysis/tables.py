@@ -12,6 +12,7 @@ from typing import Any
 
 import polars as pl
 
+from market_agents import layout
 from market_agents.analysis import stats
 from market_agents.analysis.stats import Contrast, PairedSample, estimate
 
@@ -380,7 +381,7 @@ def control_sd(data: PaperData) -> pl.DataFrame | Skip:
     """
     s = data.sigma
     if s is None or s.is_empty():
-        return Skip("no sigma design outcomes (results/runs/sigma/outcomes.parquet; "
+        return Skip(f"no sigma design outcomes ({layout.outcomes_path('sigma')}; "
                     "`.venv/bin/snakemake sigma`, free)")
     skip = {"seed", "llm_share"}
     numeric = [c for c in s.columns if s[c].dtype.is_numeric() and c not in skip

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from market_agents import layout
 from market_agents.llm.cache import NEW_CACHE_ENV, REPLAY_ENV, env_flag
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def add_guard_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deviation", default=None, metavar="REASON",
                    help="run although the freeze no longer matches (design, code, commit or "
                    "work tree changed): the reason is appended to "
-                   "results/manifests/deviations.jsonl (`ma deviations`) and recorded in every "
+                   f"{layout.deviations_log()} (`ma deviations`) and recorded in every "
                    "run manifest this command writes")
 
 

@@ -7,6 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
+from market_agents import layout
 from market_agents.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
 from market_agents.errors import ConfigError
 
@@ -87,9 +88,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from market_agents.bazaar.llm_eval import register_eval
 
     ev = register_eval(bsub)
-    ev.add_argument("--results", default="results",
+    ev.add_argument("--results", default=str(layout.ROOT),
                     help="results root whose spend ledger a paid provider is checked against "
-                    "and recorded in (default results)")
+                    "and recorded in (default %(default)s)")
     ev.description += (" A paid provider is refused before any call when --usd-cap plus the "
                        "project's recorded spend passes the project cap (docs/guards.md).")
     ev.set_defaults(func=cmd_eval)

@@ -8,6 +8,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from market_agents import layout
 from market_agents.commands import add_guard_flags, add_serving_flags, build_guard
 from market_agents.commands.outcomes import add_threshold_args, thresholds
 
@@ -17,9 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "cell", help="run cell x seed of a design into its run directory",
         description="Build the config of CELL from DESIGN and run it with each SEED, one after "
-        "the other in this process, into results/runs/<design>/<cell>/seed<NNNN>/ "
-        "(results/rehearsal/... with --mock). Live "
-        "cells always use a response cache (default results/cache/<design>.sqlite). Before a "
+        f"the other in this process, into {layout.design_dir('<design>')}/<cell>/seed<NNNN>/ "
+        f"({layout.runs_dir(mock=True)}/... with --mock). Live cells always use a response "
+        f"cache (default {layout.cache_path('<design>')}). Before a "
         "live run's first call: the freeze check for the confirmatory design and the "
         "project/pilot caps against the spend ledger (docs/guards.md). Scores only with "
         "--score (otherwise `ma outcomes RUN_DIR` does).")
@@ -31,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="rehearse: serve every live route by the mock with the same model ids")
     p.add_argument("--cache", default=None, help="LLM response cache path")
     add_serving_flags(p, "the run")
-    p.add_argument("--results", default="results", help="results root (default results)")
+    p.add_argument("--results", default=str(layout.ROOT),
+                   help="results root (default %(default)s)")
     p.add_argument("--any-seed", action="store_true", help="allow a seed not in the cell's list")
     p.add_argument("--score", action="store_true",
                    help="also score each run into its outcomes.json in this process, as "
@@ -45,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --score: when every SEED is scored, write PATH, a JSON record of "
                    "the cell's config_hash and each run's outcomes.json sha256 (the workflow's "
                    "target for a batch of free runs: "
-                   "results/runs/<design>/<cell>/runs_<first>-<last>_<chash>.json)")
+                   f"{layout.design_dir('<design>')}/<cell>/runs_<first>-<last>_<chash>.json)")
     add_threshold_args(p)
     add_guard_flags(p)
     p.set_defaults(func=main)
@@ -74,7 +76,8 @@ def main(args: argparse.Namespace) -> int:
         freeze).
     """
     from market_agents.errors import ConfigError
-    from market_agents.protocol.design import load_design, run_dir
+    from market_agents.layout import run_dir
+    from market_agents.protocol.design import load_design
     from market_agents.protocol.steps import run_and_score, simulate, write_cell_runs
 
     design = load_design(args.design, args.results)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from market_agents import layout
 from market_agents.commands import add_guard_flags, add_serving_flags, build_guard
 
 
@@ -25,11 +26,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="processes for mock cells (ignored for live cells)")
     p.add_argument("--cache", default=None,
                    help="LLM response cache (default for live cells: "
-                   "results/cache/<design>.sqlite)")
+                   f"{layout.cache_path('<design>')})")
     p.add_argument("--mock", action="store_true",
                    help="rehearse on the mock with the same model ids; results under "
-                   "results/rehearsal/")
-    p.add_argument("--results", default="results", help="results root (default results)")
+                   f"{layout.runs_dir(mock=True)}/")
+    p.add_argument("--results", default=str(layout.ROOT),
+                   help="results root (default %(default)s)")
     add_serving_flags(p, "every run")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_guard_flags(p)

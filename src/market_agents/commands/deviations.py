@@ -4,23 +4,26 @@ from __future__ import annotations
 
 import argparse
 
+from market_agents import layout
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``ma deviations`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
-        "deviations", help="show the deviations log (results/manifests/deviations.jsonl)",
+        "deviations", help=f"show the deviations log ({layout.deviations_log()})",
         description="Every deviation from the pre-registration, dated, oldest first: those "
         "given with --deviation to a confirmatory live call the freeze would refuse (with what "
         "differed), and those added here. `ma deviations add REASON` records one that is not "
         "tied to a run (protocol §6). The log is append-only.")
-    p.add_argument("--results", default="results", help="results root (default results)")
+    p.add_argument("--results", default=str(layout.ROOT),
+                   help="results root (default %(default)s)")
     p.add_argument("--json", action="store_true", help="the entries as JSON lines")
     dsub = p.add_subparsers(dest="deviations_command", metavar="ACTION")
     a = dsub.add_parser("add", help="record a deviation that is not tied to a run")
     a.add_argument("reason", help="what departs from the pre-registration, and why")
     a.add_argument("--design", default=None, help="the design it concerns")
     a.add_argument("--results", default=argparse.SUPPRESS,
-                   help="results root (default results)")
+                   help=f"results root (default {layout.ROOT})")
     p.set_defaults(func=main)
 
 

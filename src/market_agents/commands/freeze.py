@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from market_agents import layout
 from market_agents.atomic import write_json_atomic
 from market_agents.errors import ConfigError
 
@@ -14,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``ma freeze`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "freeze",
-        help="write or verify results/manifests/freeze.json",
+        help=f"write or verify {layout.freeze_path()}",
         description="The freeze is the pre-registration: written once, before the first "
         "confirmatory call, it pins the code, the design and the analysis, and every "
         "confirmatory live call is checked against it. `create` records the git revision, "
@@ -39,15 +40,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="sigma design YAML whose runs confirm the fundamentals (default: "
                    "sigma.yaml beside the design)")
     c.add_argument("--pilot", type=Path, default=None,
-                   help="pilot manifest (default results/manifests/pilot.json, or the "
+                   help=f"pilot manifest (default {layout.pilot_path()}, or the "
                    "rehearsal's with --mock)")
     c.add_argument("--out", type=Path, default=None,
-                   help="the freeze (default results/manifests/freeze.json, or the "
+                   help=f"the freeze (default {layout.freeze_path()}, or the "
                    "rehearsal's with --mock)")
     c.add_argument("--mock", action="store_true",
                    help="freeze the rehearsal: from the rehearsed pilot, into "
-                   "results/rehearsal/manifests/")
-    c.add_argument("--results", type=Path, default=Path("results"), help="results root")
+                   f"{layout.manifests_dir(mock=True)}/")
+    c.add_argument("--results", type=Path, default=layout.ROOT, help="results root")
     c.add_argument("--accept-failed-pilot", action="store_true",
                    help="freeze although a pilot criterion failed (record it as a deviation)")
     c.add_argument("--accept-unconfirmed-fundamentals", action="store_true",
@@ -61,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     v = fsub.add_parser("verify", help="check the freeze against the code, design and commit "
                         "now")
     v.add_argument("design", help="confirmatory design YAML")
-    v.add_argument("--freeze", type=Path, default=Path("results/manifests/freeze.json"))
+    v.add_argument("--freeze", type=Path, default=layout.freeze_path())
     v.set_defaults(func=_verify)
 
 
@@ -69,12 +70,7 @@ def _create(args: argparse.Namespace) -> int:
     import yaml
 
     from market_agents.protocol import deviations
-    from market_agents.protocol.design import (
-        freeze_path,
-        load_design,
-        manifests_dir,
-        outcomes_path,
-    )
+    from market_agents.protocol.design import load_design
     from market_agents.protocol.freeze import (
         FreezeError,
         build,
@@ -84,26 +80,26 @@ def _create(args: argparse.Namespace) -> int:
     )
     from market_agents.protocol.pilot import after_failed_pilot, prompt_versions
 
-    out = args.out or freeze_path(args.mock, args.results)
-    pilot_path = args.pilot or manifests_dir(args.mock, args.results) / "pilot.json"
+    out = args.out or layout.freeze_path(args.mock, args.results)
+    pilot_file = args.pilot or layout.pilot_path(args.mock, args.results)
     if out.exists():
         raise FreezeError(f"{out} exists: a freeze is written once. To re-freeze, record "
                           "the deviation, then delete the file deliberately")
-    if not pilot_path.exists():
-        raise ConfigError(f"{pilot_path} does not exist: run `.venv/bin/snakemake "
+    if not pilot_file.exists():
+        raise ConfigError(f"{pilot_file} does not exist: run `.venv/bin/snakemake "
                           f"{'rehearse_pilot' if args.mock else 'pilot'}` first")
     design = load_design(args.design, args.results)
-    pilot = json.loads(pilot_path.read_text())
+    pilot = json.loads(pilot_file.read_text())
     failed = [k for k, c in (pilot.get("criteria") or {}).items() if not c.get("pass")]
     repilot = None
     if failed and not args.accept_failed_pilot:
-        path = manifests_dir(args.mock, args.results) / "repilot.json"
+        path = layout.repilot_path(args.mock, args.results)
         try:
             repilot = after_failed_pilot(
                 pilot, json.loads(path.read_text()) if path.exists() else None,
                 prompt_versions(design), str(path))
         except ConfigError as exc:
-            raise FreezeError(f"{pilot_path}: {exc}") from None
+            raise FreezeError(f"{pilot_file}: {exc}") from None
     prices = yaml.safe_load(design.prices_path.read_text()) or {}
     facts = design_facts(design)
     freeze = build(facts, pilot, prices, default_thresholds())
@@ -119,7 +115,7 @@ def _create(args: argparse.Namespace) -> int:
     sigma = load_design(args.sigma or design.path.parent / "sigma.yaml", args.results)
     freeze.update(pilot_and_sigma_records(
         facts, design, sigma, pilot, args.accept_unconfirmed_fundamentals, args.mock,
-        outcomes_path(sigma.name, args.mock, args.results)))
+        layout.outcomes_path(sigma.name, args.mock, args.results)))
     if freeze["not_estimable"]["problems"]:
         entry = deviations.record(args.results, args.deviation,
                                   freeze["not_estimable"]["problems"], design.name)
@@ -136,11 +132,10 @@ def _estimability(args: argparse.Namespace, design, facts: dict, pilot: dict) ->
     before the freeze is written)."""
     import polars as pl
 
-    from market_agents.protocol.design import outcomes_path
     from market_agents.protocol.estimability import not_estimable
     from market_agents.protocol.freeze import FreezeError
 
-    rehearsed = outcomes_path(design.name, True, args.results)
+    rehearsed = layout.outcomes_path(design.name, True, args.results)
     rehearsal = pl.read_parquet(rehearsed) if not args.mock and rehearsed.exists() else None
     problems = not_estimable(facts["cells"], facts["families"], pilot, rehearsal)
     record = {"problems": problems, "rehearsal": str(rehearsed) if rehearsal is not None

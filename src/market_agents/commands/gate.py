@@ -7,11 +7,10 @@ import argparse
 import json
 from pathlib import Path
 
+from market_agents import layout
 from market_agents.commands import add_guard_flags, build_guard
 from market_agents.errors import BudgetExceeded, ConfigError
 from market_agents.pipeline.workflow_config import DEFAULTS
-
-RESULTS = Path("results")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "live spend, adds what finished runs recorded, refuses over the tier budget, the pilot "
         "cap or the project cap (spend from the project's spend ledger, docs/guards.md), checks "
         "the freeze for the confirmatory design, applies the order of sacrifice after an "
-        "overrun and writes results/manifests/budget/<design>_<tier>.json. `check` is run by "
+        f"overrun and writes {layout.budget_manifest('<design>', '<tier>')}. `check` is run by "
         "every live job. "
         "`reconcile` records a tier's spend against its plan.",
     )
@@ -48,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(default %(default)s)")
     a.add_argument("--t1-min-seeds", type=int, default=DEFAULTS.t1_min_seeds,
                    help="T1 cells keep at least this (default %(default)s)")
-    a.add_argument("--results", type=Path, default=RESULTS, help="results root")
+    a.add_argument("--results", type=Path, default=layout.ROOT, help="results root")
     add_guard_flags(a)
     a.set_defaults(func=_approve)
 
@@ -62,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("design", help="design YAML")
     r.add_argument("--tier", required=True)
     r.add_argument("--out", type=Path, required=True)
-    r.add_argument("--results", type=Path, default=RESULTS, help="results root")
+    r.add_argument("--results", type=Path, default=layout.ROOT, help="results root")
     r.set_defaults(func=_reconcile)
 
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 
+from market_agents import layout
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``ma gather`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "gather", help="gather a design's outcomes.json files into outcomes.parquet",
         description="Collect outcomes.json of every cell x seed of DESIGN into "
-        "results/runs/<design>/outcomes.parquet (results/rehearsal/... with --mock), one row "
+        f"{layout.outcomes_path('<design>')} ({layout.runs_dir(mock=True)}/... with --mock), "
+        "one row "
         "per run with design, cell, tier, seed, llm_share, treatment_* labels and config_hash.")
     p.add_argument("design", help="design YAML, e.g. config/designs/exploratory.yaml")
     p.add_argument("--mock", action="store_true", help="gather the mock rehearsal")
@@ -20,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="only the runs of TIER and of the --control cell, into "
                    "outcomes_<TIER>.parquet")
     p.add_argument("--control", default=None, help="the control cell gathered with --tier")
-    p.add_argument("--results", default="results", help="results root (default results)")
+    p.add_argument("--results", default=str(layout.ROOT),
+                   help="results root (default %(default)s)")
     p.set_defaults(func=main)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from market_agents import layout
 from market_agents.pipeline.workflow_config import DEFAULTS
 
 
@@ -22,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "the budget manifests, the pilot, the freeze (minimum detectable effects), the sigma "
         "design (control SDs) and the deviations log. DESIGN is a design name (confirmatory, "
         "exploratory, ...) or rehearse_<design> for its mock rehearsal "
-        "(results/rehearsal/<design>/): every table and figure of a rehearsal or of a design "
+        f"({layout.design_dir('<design>', mock=True)}/): every table and figure of a rehearsal "
+        "or of a design "
         "without live cells is marked mock-based. Tables and figures the design does not "
         "support are skipped, and paper.json and index.html say why. Pilot seeds 1-3 never "
         "enter a confirmatory estimate.\n\n" + help_text(),
@@ -40,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="design of the control SDs (default %(default)s)")
     p.add_argument("--pilot", default=DEFAULTS.pilot,
                    help="pilot design of the diagnostics (default %(default)s)")
-    p.add_argument("--results", type=Path, default=Path("results"),
+    p.add_argument("--results", type=Path, default=layout.ROOT,
                    help="results root to read (default %(default)s)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=main)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from market_agents import layout
 from market_agents.atomic import write_json_atomic
 from market_agents.errors import ConfigError
 from market_agents.pipeline.workflow_config import DEFAULTS
@@ -14,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``ma pilot`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
         "pilot",
-        help="write results/manifests/pilot.json (cost, validity, sigma_d, pass/fail)",
+        help=f"write {layout.pilot_path()} (cost, validity, sigma_d, pass/fail)",
         description="Summarize the live pilot (protocol §4): total USD, tokens per decision, "
         "latency, validity and failure rates, cache-hit share, realized LLM order and volume "
         "shares, the SD of paired differences vs the control cell for every primary outcome, "
@@ -24,9 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("design", help="pilot design YAML")
     p.add_argument("--outcomes", type=Path, default=None,
                    help="gathered outcomes.parquet (default: the design's)")
-    p.add_argument("--out", type=Path, default=Path("results/manifests/pilot.json"))
+    p.add_argument("--out", type=Path, default=layout.pilot_path())
     p.add_argument("--mock", action="store_true",
-                   help="summarize the mock rehearsal of the pilot (results/rehearsal/...)")
+                   help="summarize the mock rehearsal of the pilot "
+                   f"({layout.runs_dir(mock=True)}/...)")
     p.add_argument("--control", default=DEFAULTS.control,
                    help="control cell of the paired differences (default %(default)s)")
     p.add_argument("--usd-per-decision", type=float, default=DEFAULTS.planning_usd_per_decision,
@@ -38,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from market_agents.protocol.design import load_design, outcomes_path, run_dir
+    from market_agents.layout import outcomes_path, run_dir
+    from market_agents.protocol.design import load_design
     from market_agents.protocol.pilot import prompt_versions, summarize
 
     design = load_design(args.design)

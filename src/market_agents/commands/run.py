@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from market_agents import layout
 from market_agents.commands import add_guard_flags, add_serving_flags, build_guard
 from market_agents.config import load_config
 
@@ -33,8 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="override a config key; VALUE is YAML, e.g. "
                    "--set exchange.halt_threshold=0.05 (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bar, no summary line")
-    p.add_argument("--results", default="results",
-                   help="results root whose spend ledger and freeze apply (default results)")
+    p.add_argument("--results", default=str(layout.ROOT),
+                   help="results root whose spend ledger and freeze apply (default %(default)s)")
     add_guard_flags(p)
     p.set_defaults(func=main)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from market_agents import layout
 from market_agents.commands.outcomes import episode_defaults, parse_episode
 from market_agents.errors import ConfigError
 
@@ -24,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "sensitivity", help="episode outcomes over the threshold grid, from saved ticks",
         description="For every saved run of DESIGN, re-score bubble and crash episodes at "
         "every combination of the grid (protocol: bubble 3/5/8 %%, crash 7/10/15 %%) from its "
-        "ticks.parquet, into results/runs/<design>/sensitivity.parquet.")
+        f"ticks.parquet, into {layout.sensitivity_path('<design>')}.")
     p.add_argument("design", help="design YAML")
     from market_agents.analysis.outcomes import SENSITIVITY_BUBBLE_GAPS, SENSITIVITY_CRASH_DROPS
 
@@ -39,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="base crash threshold; only TICKS is used (default %(default)s)")
     p.add_argument("--mock", action="store_true", help="the mock rehearsal's runs")
     p.add_argument("--allow-missing", action="store_true", help="skip runs not simulated")
-    p.add_argument("--results", default="results", help="results root (default results)")
+    p.add_argument("--results", default=str(layout.ROOT),
+                   help="results root (default %(default)s)")
     p.set_defaults(func=main)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from market_agents import layout
 from market_agents.pipeline.workflow_config import DEFAULTS
 
 
@@ -18,7 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--control", default=DEFAULTS.control,
                    help="control cell (default %(default)s)")
     p.add_argument("--mock", action="store_true", help="the rehearsal's outcomes")
-    p.add_argument("--results", default="results", help="results root (default results)")
+    p.add_argument("--results", default=str(layout.ROOT),
+                   help="results root (default %(default)s)")
     p.set_defaults(func=main)
 
 

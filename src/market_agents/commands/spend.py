@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from market_agents import layout
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``ma spend`` and its arguments to the ``ma`` subcommands."""
@@ -13,7 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(docs/guards.md): the USD of the paid answers of every finished live run under "
         "RESULTS/runs, every settled job of RESULTS/manifests/spend/ (ma run elsewhere, live "
         "Bazaar evaluations), and the plan of every job that started and never finished.")
-    p.add_argument("--results", default="results", help="results root (default results)")
+    p.add_argument("--results", default=str(layout.ROOT),
+                   help="results root (default %(default)s)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=main)
 

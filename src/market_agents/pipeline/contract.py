@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from market_agents import layout
 from market_agents.config import read_yaml
 from market_agents.core import Strict, canonical_json, sha256_file, validation_message
 from market_agents.errors import ConfigError
@@ -41,12 +42,11 @@ STEPS = ("exploratory", "sigma", "pilot", "repilot", "freeze", "T1", "T2", "T3",
 ManifestName = Literal["pilot", "repilot", "freeze"]
 
 # Where each mode's results go: the one place that chooses the roots.
-RESULTS_ROOTS: dict[str, Path] = {"sanity": Path("results/sanity"),
+RESULTS_ROOTS: dict[str, Path] = {"sanity": layout.sanity_dir(),
                                   "pilot": Path(".research/results"),
                                   "full": Path(".research/results")}
 # What a sanity run must never touch: the live results, caches, manifests and the record.
-LIVE_ROOTS = ("results/runs", "results/cache", "results/manifests", "results/library",
-              ".research")
+LIVE_ROOTS = (*(str(layout.ROOT / d) for d in layout.LIVE_DIRS), ".research")
 SANITY_CONFIG = {"configfile": "config/test/workflow.yaml"}
 DEFAULT_MODES: dict[str, dict[str, Any]] = {
     "sanity": SANITY_CONFIG, "pilot": {"config": {"max_seeds": 1}}, "full": {}}
@@ -61,7 +61,7 @@ class ModeSpec(Strict):
     target: str | None = Field(default=None, description="Snakemake target in this mode "
                                "(default: the run's); sanity runs the rehearsal")
     mock: bool = Field(default=False, description="the target writes rehearsal files "
-                       "(results/rehearsal/...): read the inputs there")
+                       f"({layout.ROOT / layout.REHEARSAL}/...): read the inputs there")
     configfile: str | None = None
     config: dict[str, Any] = Field(default_factory=dict)
 
@@ -189,16 +189,14 @@ def input_sources(spec: RunSpec, mode: str) -> dict[str, Path]:
     """eval_inputs file name -> its source, relative to the working directory: each design's
     gathered outcomes (of ``tier`` and the control) and each named manifest; the rehearsal's files
     in a mode that rehearses (``mock``)."""
-    from market_agents.protocol.design import manifests_dir, outcomes_path
-
     mock = spec.mode(mode).mock
     out = {}
     if spec.outcomes:
         for d in spec.designs:
             name = f"{d}_{spec.tier}" if spec.tier else d
-            out[f"{name}.parquet"] = outcomes_path(d, mock, tier=spec.tier)
+            out[f"{name}.parquet"] = layout.outcomes_path(d, mock, tier=spec.tier)
     for m in spec.manifests:
-        out[f"{m}.json"] = manifests_dir(mock) / f"{m}.json"
+        out[f"{m}.json"] = layout.manifest_path(m, mock)
     for f in spec.files:
         out[Path(f).name] = Path(f)
     return out

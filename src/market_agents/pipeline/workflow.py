@@ -17,34 +17,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from market_agents import layout
 from market_agents.config import config_hash
 from market_agents.errors import ConfigError
 from market_agents.pipeline.workflow_config import WorkflowConfig, validate_workflow_config
-from market_agents.protocol import gate
-from market_agents.protocol.design import (
-    RESULTS,
-    RUNS_FILE,
-    RUNS_GLOB,
-    cache_path,
-    cell_runs_path,
-    design_dir,
-    freeze_path,
-    manifests_dir,
-    outcomes_path,
-    run_dir,
-)
 from market_agents.protocol.registry import DesignRegistry
-from market_agents.protocol.steps import CONTROL_SD_FILE
 from market_agents.protocol.tiers import label, tier_key
 from market_agents.sim.rundir import OUTCOMES_FILE, RUN_FILES
 
-# What `ma gather` writes in a design's folder (outcomes.parquet, outcomes_<tier>.parquet).
-OUTCOMES_PARQUETS = "outcomes*.parquet"
 # The protocol's stages as `make dag` draws them (targets of rules/targets.smk): up to the
 # freeze, then after it (pipeline/dagrender.merge_stages).
 DAG_BEFORE_FREEZE = "exploratory sigma pilot freeze"
 DAG_AFTER_FREEZE = "confirmatory sensitivity"
-RUN_PATTERN = "results/{kind}/{{design}}/{{cell}}/seed{{seed}}"  # kind: runs | rehearsal
 TARGETS = ("all, exploratory, sigma, pilot, freeze, tier_T1 … tier_T6, confirmatory, "
            "sensitivity, repilot, rehearse_pilot, rehearse_freeze, rehearse_T1 … rehearse_T6, "
            "rehearse_confirmatory, rehearse_repilot, protocol, dag")
@@ -95,7 +79,7 @@ class Workflow:
         batches: dict[str, dict[str, list[int]]] = {}
         for cell, seed in runs:
             if mock or self.is_live_run(design, cell):
-                files[str(run_dir(design, cell, seed, mock) / OUTCOMES_FILE)] = None
+                files[str(layout.run_dir(design, cell, seed, mock) / OUTCOMES_FILE)] = None
             else:
                 if cell not in batches:
                     batches[cell] = self._batches(design, cell)
@@ -110,10 +94,10 @@ class Workflow:
                  if c == cell]
         chash = config_hash(self.designs.get(design).cell_config(cell))
         n = self.config.runs_per_job
-        return {str(cell_runs_path(design, cell, seeds[i:i + n], chash)): seeds[i:i + n]
+        return {str(layout.cell_runs_path(design, cell, seeds[i:i + n], chash)): seeds[i:i + n]
                 for i in range(0, len(seeds), n)}
 
-    def vet_batch_records(self, root: Path | str = RESULTS) -> list[str]:
+    def vet_batch_records(self, root: Path | str = layout.ROOT) -> list[str]:
         """Drop every batch record of free runs whose runs are no longer all there
         (``steps.broken_cell_runs``), saying so on stderr, and remove the design's gathered
         parquet files, which report those runs as they were (derived files, gathered again at
@@ -133,8 +117,8 @@ class Workflow:
         from market_agents.protocol.steps import broken_cell_runs
 
         gone = []
-        runs = design_dir("any", root=root).parent  # <root>/runs: every design's folder
-        for record in sorted(runs.glob(f"*/*/{RUNS_GLOB}")):
+        runs = layout.runs_dir(root=root)  # every design's folder
+        for record in sorted(runs.glob(f"*/*/{layout.RUNS_GLOB}")):
             run = broken_cell_runs(record)
             if run is None:
                 continue
@@ -142,7 +126,7 @@ class Workflow:
                   "its batch is made again", file=sys.stderr)
             gone.append(run)
             # the gathered files first: if this stops half-way, the record still voids them
-            for gathered in record.parent.parent.glob(OUTCOMES_PARQUETS):
+            for gathered in record.parent.parent.glob(layout.OUTCOMES_PARQUETS):
                 gathered.unlink(missing_ok=True)
             # an outcomes.json other than the one vouched for is scored again from the run's
             # ticks (``ma cell`` keeps a finished run's outcomes.json as it finds it)
@@ -151,30 +135,47 @@ class Workflow:
             record.unlink(missing_ok=True)
         return gone
 
-    def gathered(self, design: str, mock: bool = False, tier: str | None = None) -> str:
-        """The design's outcomes.parquet (``ma gather``), or one tier's with the control's."""
-        return str(outcomes_path(design, mock, tier=tier))
+    def gathered(self, design: str, mock: bool = False, tier: str | None = None,
+                 kind: str | None = None) -> str:
+        """The design's outcomes.parquet (``ma gather``), or one tier's with the control's;
+        with ``"{design}"`` (and ``kind="{kind}"``, ``tier="{tier}"``) a rule pattern."""
+        return str(layout.outcomes_path(design, mock, tier=tier, kind=kind))
 
     def control_sd_file(self, design: str) -> str:
         """The design's control SD of every outcome (``ma sigma``; the free σ estimates)."""
-        return str(outcomes_path(design).with_name(CONTROL_SD_FILE))
+        return str(layout.control_sd_path(design))
 
     def manifest(self, name: str, mock: bool = False) -> str:
-        """A protocol manifest (``pilot``, ``repilot``, ``freeze``): results/manifests/<name>.json,
+        """A protocol manifest (``pilot``, ``repilot``, ``freeze``): ``layout.manifest_path``,
         the rehearsal's own for ``mock``."""
-        return str(manifests_dir(mock) / f"{name}.json")
+        return str(layout.manifest_path(name, mock))
 
     def sensitivity_file(self, design: str) -> str:
         """The design's sensitivity.parquet (``ma sensitivity``)."""
-        return str(design_dir(design) / "sensitivity.parquet")
+        return str(layout.sensitivity_path(design))
 
     def gate_manifest(self, design: str, tier: str) -> str:
         """The budget manifest of a design/tier; with ``"{design}", "{tier}"`` a rule pattern."""
-        return str(gate.manifest_path(design, tier))
+        return str(layout.budget_manifest(design, tier))
 
     def spent(self, design: str, tier: str) -> str:
         """The reconciled spend of a design/tier; with wildcards a rule pattern."""
-        return str(gate.spent_path(design, tier))
+        return str(layout.budget_spent(design, tier))
+
+    def library(self, name: str, mock: bool = False) -> str:
+        """A frozen decision library (``ma library --out``); with ``"{library}"`` a rule
+        pattern; the rehearsal's own for ``mock``."""
+        return str(layout.library_path(name, mock))
+
+    @staticmethod
+    def log(*parts: str) -> str:
+        """A job's log, ``layout.log_path(*parts)`` (with wildcards a rule pattern)."""
+        return str(layout.log_path(*parts))
+
+    @staticmethod
+    def dag_file(name: str) -> str:
+        """A file of the protocol's DAG figure (``protocol.svg``, ...)."""
+        return str(layout.dag_dir() / name)
 
     def tier_target(self, design: str, tier: str) -> list[str]:
         """A tier is done when its runs are scored and gathered with the control's and, if it
@@ -197,7 +198,7 @@ class Workflow:
         """The files ``ma cell --score`` writes into a run directory of ``kind`` (runs,
         rehearsal, or the wildcard ``{kind}``), keyed by name without extension (``manifest``,
         ``ticks``, ``outcomes``): the run's files and its outcomes.json."""
-        prefix = RUN_PATTERN.format(kind=kind)
+        prefix = layout.run_pattern(kind)
         return {f.split(".")[0]: f"{prefix}/{f}" for f in (*RUN_FILES, OUTCOMES_FILE)}
 
     @property
@@ -205,7 +206,7 @@ class Workflow:
         """The output pattern of a batch of free runs (rule ``simulate``), with the wildcards
         ``first`` and ``last`` (its first and last seed) and ``chash`` (the cell's
         config_hash, 12 hex digits)."""
-        return str(design_dir("{design}") / "{cell}" / RUNS_FILE)
+        return layout.cell_runs_pattern()
 
     # --- live designs and cells -----------------------------------------------------------
 
@@ -296,7 +297,7 @@ class Workflow:
 
     def library_model(self, wildcards: Any) -> str:
         """The model id a library keeps: the one its replaying cells name for the library."""
-        target = f"results/library/{wildcards.library}.npz"
+        target = self.library(wildcards.library)
         return self.designs.library_model(
             target, [self.config.confirmatory, *self.extra_live_designs()])
 
@@ -307,8 +308,9 @@ class Workflow:
         hits)."""
         line = self.designs.plan_line(wildcards.design, wildcards.tier, self.config.tokens_in,
                                       self.config.tokens_out)
-        if wildcards.design == self.config.confirmatory and not freeze_path().exists():
-            line += (f"; {freeze_path()} does not exist yet: the gate refuses these runs until "
+        frozen = layout.freeze_path()
+        if wildcards.design == self.config.confirmatory and not frozen.exists():
+            line += (f"; {frozen} does not exist yet: the gate refuses these runs until "
                      "the pilot is reviewed and the freeze made (.venv/bin/snakemake freeze)")
         return line
 
@@ -334,7 +336,7 @@ class Workflow:
     def cache(self, design: str, mock: bool = False) -> str:
         """The design's LLM response cache; rehearsals (``mock``) keep their own, so mock
         answers never reach a live run."""
-        return str(cache_path(design, mock))
+        return str(layout.cache_path(design, mock))
 
     def cache_file(self, wildcards: Any) -> str:
         """The design's LLM response cache."""
@@ -382,7 +384,7 @@ class Workflow:
     def freeze_flag(self, wildcards: Any) -> str:
         """Confirmatory live runs need a valid freeze; the gate and every live job check it."""
         if wildcards.design == self.config.confirmatory:
-            return f"--freeze {freeze_path()}"
+            return f"--freeze {layout.freeze_path()}"
         return ""
 
     def pilot_cap_flag(self, wildcards: Any) -> str:
@@ -399,7 +401,7 @@ class Workflow:
         """The input of the catch-all rule: a ConfigError naming the targets."""
         raise ConfigError(
             f"unknown target {wildcards.name!r}. Targets: {TARGETS}; or a file such as "
-            "results/runs/<design>/outcomes.parquet (docs/workflow.md)"
+            f"{layout.outcomes_path('<design>')} (docs/workflow.md)"
         )
 
     # --- the paper -------------------------------------------------------------------------
@@ -454,13 +456,20 @@ class Workflow:
 
         return sorted(TIERS)
 
+    @staticmethod
+    def bazaar_file(*parts: str) -> str:
+        """A file (or folder) under Bazaar's results, ``layout.bazaar_dir() / parts``; with
+        wildcards a rule pattern."""
+        return str(layout.bazaar_dir().joinpath(*parts))
+
     def bazaar_eval_dir(self, wildcards: Any) -> str:
         """The output folder of one Bazaar evaluation."""
-        return f"results/bazaar/eval/{wildcards.provider}/{wildcards.model}/{wildcards.bz_tier}"
+        return str(layout.bazaar_eval_dir(wildcards.provider, wildcards.model,
+                                          wildcards.bz_tier))
 
     def bazaar_cache(self, wildcards: Any) -> str:
         """One response cache per Bazaar provider."""
-        return f"results/cache/bazaar_{wildcards.provider}.sqlite"
+        return str(layout.bazaar_cache(wildcards.provider))
 
     def bazaar_usd_cap(self, wildcards: Any) -> str:
         """Live evaluations need a USD cap: the workflow config's bazaar_usd_cap."""

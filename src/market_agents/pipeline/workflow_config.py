@@ -21,6 +21,7 @@ from pydantic import Field, ValidationError
 from market_agents.atomic import write_text_atomic
 from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
+from market_agents.layout import deviations_log
 from market_agents.llm.config import TokenProfile
 
 SCHEMA_DIR = Path("workflow/schemas")
@@ -84,7 +85,7 @@ class WorkflowConfig(Strict):
     deviation: str | None = Field(
         default=None, description="run confirmatory live jobs although the freeze no longer "
         "matches, for this reason (`--config deviation='...'`; logged in "
-        "results/manifests/deviations.jsonl and in every run manifest)"
+        f"{deviations_log()} and in every run manifest)"
     )
 
     def serving_env(self) -> dict[str, str]:

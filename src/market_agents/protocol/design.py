@@ -1,14 +1,13 @@
 """Designs as data: a base config, design-level overrides, cells (overrides + seeds), tiers and
 budgets, loaded from ``config/designs/<name>.yaml`` and validated in full before anything runs.
 
-``run_dir`` is the one place that maps a run to its directory; a ``--mock`` rehearsal (every live
-route served by the mock with the same model ids) lives under ``results/rehearsal/`` so it can
-never be mistaken for, or overwrite, a live result.
+Where a design's runs, caches and manifests live is :mod:`market_agents.layout`; a ``--mock``
+rehearsal (every live route served by the mock with the same model ids) lives apart from the
+live results there, so it can never be mistaken for, or overwrite, one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,14 +19,10 @@ from market_agents.config import MAX_SEED, MAX_SEEDS, Config, apply_overrides, v
 from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
 from market_agents.inputs import read_yaml
+from market_agents.layout import ROOT, freeze_path, rehearsal_library, run_dir
 from market_agents.protocol.planning import check_budgets
 from market_agents.protocol.tiers import label
 
-RESULTS = Path("results")
-# A batch of free runs of a cell made by one process (cell_runs_path): first and last seed, and
-# the first 12 hex digits of the cell's config_hash, so a changed cell asks for a new record.
-RUNS_FILE = "runs_{first}-{last}_{chash}.json"
-RUNS_GLOB = "runs_*.json"
 USD = Annotated[float, Field(ge=0)]
 
 
@@ -169,7 +164,7 @@ class Design:
     planning: Planning
     budget: BudgetSpec
     prices_path: Path
-    results: Path = RESULTS  # the results root whose freeze.json equal-USD cells read
+    results: Path = ROOT  # the results root whose freeze.json equal-USD cells read
     primary_outcomes: list[str] | dict[str, list[str]] | None = None
     smallest_effect: dict[str, float] = field(default_factory=dict)
     sources: tuple[Path, ...] = ()  # the files its configs are built from: design, base, prices
@@ -308,65 +303,7 @@ def mock_config(config: Config) -> Config:
     return validate(data, "mock rehearsal")
 
 
-def rehearsal_library(path: str) -> str:
-    """A rehearsal replays a library built from rehearsal (mock) answers, kept apart like every
-    rehearsal file: results/library/x.npz -> results/rehearsal/library/x.npz."""
-    p = Path(path)
-    if p.parts[:1] == (RESULTS.name,):
-        return str(RESULTS / "rehearsal" / Path(*p.parts[1:]))
-    return str(p.with_name(f"rehearsal_{p.name}"))
-
-
-def run_dir(design_name: str, cell: str, seed: int, mock: bool = False,
-            root: Path | str = RESULTS) -> Path:
-    """The directory of one run; mock rehearsals live under ``<root>/rehearsal``."""
-    return design_dir(design_name, mock, root) / cell / f"seed{seed:04d}"
-
-
-def cell_runs_path(design_name: str, cell: str, seeds: Sequence[int], config_hash: str,
-                   root: Path | str = RESULTS) -> Path:
-    """The record of free runs of a cell made by one process (``ma cell --seed S1 S2 …
-    --runs-file``), the workflow's target for them:
-    ``<root>/runs/<design>/<cell>/runs_<first>-<last>_<chash>.json`` with the first and last of
-    ``seeds`` (4 digits, as run directories) and the first 12 hex digits of the cell's
-    ``config_hash``."""
-    first, last = f"{seeds[0]:04d}", f"{seeds[-1]:04d}"
-    name = RUNS_FILE.format(first=first, last=last, chash=config_hash[:12])
-    return design_dir(design_name, False, root) / cell / name
-
-
-def design_dir(design_name: str, mock: bool = False, root: Path | str = RESULTS) -> Path:
-    """Where a design's run directories live: ``<root>/runs/<design>`` (``rehearsal``
-    instead of ``runs`` for a mock rehearsal).
-    """
-    return Path(root) / ("rehearsal" if mock else "runs") / design_name
-
-
-def outcomes_path(design_name: str, mock: bool = False, root: Path | str = RESULTS,
-                  tier: str | None = None) -> Path:
-    """A design's gathered outcomes: ``outcomes.parquet``, or ``outcomes_<tier>.parquet`` for
-    the runs of one tier with the control cell's (what a tier's step reports)."""
-    name = f"outcomes_{tier}.parquet" if tier else "outcomes.parquet"
-    return design_dir(design_name, mock, root) / name
-
-
-def cache_path(design_name: str, mock: bool = False, root: Path | str = RESULTS) -> Path:
-    """The protocol's per-design cache (results/cache/<design>.sqlite); rehearsals apart."""
-    return Path(root) / ("rehearsal/cache" if mock else "cache") / f"{design_name}.sqlite"
-
-
-def manifests_dir(mock: bool = False, root: Path | str = RESULTS) -> Path:
-    """Where the protocol's manifests live (pilot.json, freeze.json); a rehearsal keeps its
-    own, made from rehearsed runs, under ``<root>/rehearsal/manifests``."""
-    return Path(root) / ("rehearsal/manifests" if mock else "manifests")
-
-
-def freeze_path(mock: bool = False, root: Path | str = RESULTS) -> Path:
-    """The freeze (§5.1); the rehearsal's for ``mock``."""
-    return manifests_dir(mock, root) / "freeze.json"
-
-
-def load_design(path: str | Path, results: Path | str = RESULTS) -> Design:
+def load_design(path: str | Path, results: Path | str = ROOT) -> Design:
     """Load a design file and validate it in full before anything runs.
 
     Args:

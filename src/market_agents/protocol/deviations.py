@@ -22,16 +22,15 @@ from typing import Any
 
 from market_agents.core import canonical_json
 from market_agents.errors import ConfigError
-
-LOG = "manifests/deviations.jsonl"
-
-
-def log_path(root: Path | str = "results") -> Path:
-    """The deviations log of a results root: ``<root>/manifests/deviations.jsonl``."""
-    return Path(root) / LOG
+from market_agents.layout import ROOT, deviations_log
 
 
-def read(root: Path | str = "results") -> list[dict[str, Any]]:
+def log_path(root: Path | str = ROOT) -> Path:
+    """The deviations log of a results root (``layout.deviations_log``)."""
+    return deviations_log(root)
+
+
+def read(root: Path | str = ROOT) -> list[dict[str, Any]]:
     """Every entry of the log, oldest first ([] when there is none)."""
     path = log_path(root)
     if not path.exists():

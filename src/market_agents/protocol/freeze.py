@@ -21,6 +21,7 @@ from market_agents.analysis.outcomes import SENSITIVITY_BUBBLE_GAPS, SENSITIVITY
 from market_agents.analysis.stats import ALPHA, POWER
 from market_agents.core import sha256_file
 from market_agents.errors import MarketAgentsError
+from market_agents.layout import deviations_log, freeze_path, pilot_path
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 FROZEN_FILES = ("llm/prompting.py", "llm/schema.py", "analysis/outcomes.py")
@@ -91,7 +92,7 @@ def build(
                           "before freezing")
     sigma_d = pilot.get("sigma_d")
     if not sigma_d:
-        raise FreezeError("results/manifests/pilot.json has no sigma_d table: run "
+        raise FreezeError(f"{pilot_path()} has no sigma_d table: run "
                           "`.venv/bin/snakemake pilot` first")
     return {
         "git": git_revision(repo),
@@ -205,7 +206,7 @@ def _brief(x: Any) -> str:
 
 def verify(freeze: dict[str, Any], facts: dict[str, Any], git: dict[str, Any],
            package_root: Path = PACKAGE_ROOT,
-           where: str = "results/manifests/freeze.json") -> None:
+           where: str = str(freeze_path())) -> None:
     """Raise :class:`FreezeError` naming everything :func:`mismatches` finds."""
     changed = mismatches(freeze, facts, git, package_root)
     if changed:
@@ -216,8 +217,7 @@ def refusal(where: str, changed: list[str]) -> str:
     """The message that refuses a confirmatory run whose frozen inputs changed, with what to do."""
     return (f"{where} no longer matches: {'; '.join(changed)}. Confirmatory runs refuse to "
             "start: restore the frozen code/design and commit, or pass --deviation \"reason\" "
-            "to run anyway (logged in results/manifests/deviations.jsonl and in every run "
-            "manifest)")
+            f"to run anyway (logged in {deviations_log()} and in every run manifest)")
 
 
 # --- from a design ----------------------------------------------------------------------------

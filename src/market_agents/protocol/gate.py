@@ -3,7 +3,7 @@ the tier budget, the pilot cap and the project cap; reconcile spend after earlie
 it overran the plan, cut seeds of the tiers not yet run in the protocol's order of sacrifice.
 
 Pure functions over :class:`RunPlan` rows; ``ma gate`` builds the rows from a design and the
-run directories and writes ``results/manifests/budget/<design>_<tier>.json``.
+run directories and writes the tier's budget manifest (``layout.budget_manifest``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from market_agents.errors import ConfigError
+from market_agents.layout import ROOT, budget_manifest, run_dir
 from market_agents.protocol import ledger
-from market_agents.protocol.design import RESULTS, Design, run_dir
+from market_agents.protocol.design import Design
 from market_agents.protocol.ledger import recorded_usd
 from market_agents.protocol.planning import RunPlan, run_plans
 from market_agents.protocol.tiers import SACRIFICE_ORDER, tier_key
@@ -160,33 +161,23 @@ def is_approved(manifest: dict, cell: str, seed: int) -> bool:
 # --- reading designs and run directories ------------------------------------------------------
 
 
-def manifest_path(design: str, tier: str, root: Path | str = RESULTS) -> Path:
-    """The gate's budget manifest of a design/tier (``ma gate approve --out``)."""
-    return Path(root) / "manifests" / "budget" / f"{design}_{tier}.json"
-
-
-def spent_path(design: str, tier: str, root: Path | str = RESULTS) -> Path:
-    """The reconciled spend of a design/tier (``ma gate reconcile --out``)."""
-    return Path(root) / "manifests" / "budget" / f"{design}_{tier}_spent.json"
-
-
-def cut_runs(design: str, tier: str, root: Path | str = RESULTS) -> set[tuple[str, int]]:
+def cut_runs(design: str, tier: str, root: Path | str = ROOT) -> set[tuple[str, int]]:
     """(cell, seed) the gate of a design/tier cut in the order of sacrifice; empty before the
     gate has run."""
-    path = manifest_path(design, tier, root)
+    path = budget_manifest(design, tier, root)
     if not path.exists():
         return set()
     return {(c["cell"], c["seed"]) for c in json.loads(path.read_text()).get("cut", [])}
 
 
-def design_runs(design: Design, results: Path = Path("results")) -> list[RunPlan]:
+def design_runs(design: Design, results: Path = ROOT) -> list[RunPlan]:
     """The design's planned runs with what each finished one paid (from its run directory)."""
     return [replace(r, spent_usd=recorded_usd(run_dir(design.name, r.cell, r.seed,
                                                       root=results)))
             for r in run_plans(design)]
 
 
-def project_spent(results: Path = Path("results")) -> float:
+def project_spent(results: Path = ROOT) -> float:
     """Recorded live spend of the project: the ledger's total (rehearsals live apart)."""
     return ledger.spend(results).total_usd
 
@@ -218,7 +209,7 @@ def check_keys(design: Design, cells: list[str], where: str) -> None:
         )
 
 
-def reconcile_tier(design: Design, tier: str, results: Path = Path("results")) -> dict:
+def reconcile_tier(design: Design, tier: str, results: Path = ROOT) -> dict:
     """A tier's paid USD (the priced cost of every paid answer its finished runs used, which
     survives a kill) against the plan of those runs, and sum(llm_usd) over their outcomes
     (equal unless a run mixes paid and mock routes: llm_usd prices mock answers too)."""

@@ -23,11 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from market_agents import layout
 from market_agents.core import sha256_file
 from market_agents.protocol import deviations, freeze, ledger
 from market_agents.protocol.design import Design, load_design
-
-FREEZE_FILE = "manifests/freeze.json"
 
 
 @dataclass
@@ -55,7 +54,7 @@ class Guard:
     @property
     def freeze_file(self) -> Path:
         """The freeze file the guard checks against."""
-        return self.freeze_path or Path(self.root) / FREEZE_FILE
+        return self.freeze_path or layout.freeze_path(root=self.root)
 
     def _frozen(self) -> dict[str, Any] | None:
         """The freeze's content, or None when there is none (or it cannot be read: the freeze

@@ -33,9 +33,8 @@ from typing import Any
 
 from market_agents.atomic import write_json_atomic
 from market_agents.errors import BudgetExceeded, ConfigError
+from market_agents.layout import ROOT, runs_dir, spend_dir
 from market_agents.sim.rundir import MANIFEST_FILE, OUTCOMES_FILE, is_complete
-
-SPEND_DIR = "manifests/spend"
 
 
 @dataclass(frozen=True)
@@ -98,18 +97,18 @@ def recorded_usd(run: Path) -> float | None:
     return None
 
 
-def spend(root: Path | str = "results") -> Spend:
+def spend(root: Path | str = ROOT) -> Spend:
     """Every paid job recorded under ``root`` (a results root: ``results`` for live work)."""
     root = Path(root)
     entries: list[Entry] = []
     runs: set[str] = set()
-    for run in sorted((root / "runs").glob("*/*/seed*")):
+    for run in sorted(runs_dir(False, root).glob("*/*/seed*")):
         usd = recorded_usd(run)
         if usd is None:
             continue
         runs.add(str(run.resolve()))
         entries.append(Entry("run", str(run), run.parts[-3], usd, True))
-    for path in sorted((root / SPEND_DIR).glob("*.json")):
+    for path in sorted(spend_dir(root).glob("*.json")):
         try:
             rec = json.loads(path.read_text())
             out = Path(rec["out"])
@@ -157,7 +156,7 @@ class Caps:
 
 
 def check(caps: Caps, planned_usd: float, where: str, design: str | None = None,
-          root: Path | str = "results", worst_usd: float | None = None) -> Spend:
+          root: Path | str = ROOT, worst_usd: float | None = None) -> Spend:
     """Refuse (:class:`BudgetExceeded`) a job whose worst case (``worst_usd``; without one,
     ``planned_usd``) plus the recorded spend passes the project cap or, for the pilot design,
     the pilot cap. Returns the ledger read.
@@ -200,7 +199,7 @@ def check(caps: Caps, planned_usd: float, where: str, design: str | None = None,
 def record_path(root: Path | str, out: Path | str) -> Path:
     """The spend record of the job writing ``out`` (one per output path)."""
     key = hashlib.sha256(str(Path(out).resolve()).encode()).hexdigest()[:16]
-    return Path(root) / SPEND_DIR / f"{key}.json"
+    return spend_dir(root) / f"{key}.json"
 
 
 @contextlib.contextmanager

@@ -25,17 +25,23 @@ from market_agents.analysis.scoring import episodes_at
 from market_agents.analysis.tables import PaperData
 from market_agents.config import read_yaml
 from market_agents.errors import ConfigError
-from market_agents.protocol import freeze, gate
-from market_agents.protocol.design import RESULTS, Design, design_dir, load_design, run_dir
+from market_agents.layout import (
+    ROOT,
+    budget_manifest,
+    deviations_log,
+    freeze_path,
+    outcomes_path,
+    pilot_path,
+    run_dir,
+)
+from market_agents.protocol import freeze
+from market_agents.protocol.design import Design, load_design
 from market_agents.protocol.planning import plan_design
 from market_agents.protocol.steps import sensitivity_grid
 from market_agents.protocol.tiers import label
 from market_agents.sim.rundir import MANIFEST_FILE, read_json, table_file
 
 REHEARSAL_PREFIX = "rehearse_"
-DEVIATIONS_LOG = "manifests/deviations.jsonl"
-FREEZE = "manifests/freeze.json"
-PILOT_MANIFEST = "manifests/pilot.json"
 DECISION_COLUMNS = ("provider", "model", "valid", "error_class", "tokens_in", "tokens_out",
                     "tokens_reasoning", "usd", "latency_s")
 
@@ -163,7 +169,7 @@ def read_cuts(design: Design, tiers: list[str], root: Path) -> pl.DataFrame:
     """
     rows = []
     for tier in tiers:
-        path = gate.manifest_path(design.name, tier, root)
+        path = budget_manifest(design.name, tier, root)
         if path.exists():
             rows += [{"tier": c["tier"], "cell": c["cell"], "seed": c["seed"], "usd": c["usd"]}
                      for c in json.loads(path.read_text()).get("cut", [])]
@@ -177,11 +183,11 @@ def read_pilot(roles: Roles, rehearsal: bool, root: Path,
     rehearsed pilot for a rehearsal; (None, None) when the pilot has not run."""
     from market_agents.protocol.pilot import summarize
 
-    path = design_dir(roles.pilot, rehearsal, root) / "outcomes.parquet"
+    path = outcomes_path(roles.pilot, rehearsal, root)
     if not path.exists():
         return None, None, []
     outcomes = pl.read_parquet(path)
-    manifest = root / PILOT_MANIFEST
+    manifest = pilot_path(root=root)
     if not rehearsal and manifest.exists():
         return read_json(manifest), outcomes, [str(path), str(manifest)]
     pilot = load_design(designs_dir / f"{roles.pilot}.yaml")
@@ -203,7 +209,7 @@ def read_mde(design: Design, pilot: dict | None, rehearsal: bool,
     """
     from market_agents.protocol.estimability import mde_table
 
-    path = root / FREEZE
+    path = freeze_path(root=root)
     if not rehearsal and path.exists():
         frozen = freeze.load(path)
         return ({c: row.get("mde", {}) for c, row in (frozen.get("mde") or {}).items()},
@@ -217,7 +223,7 @@ def read_mde(design: Design, pilot: dict | None, rehearsal: bool,
     return {}, "none (no freeze.json and no pilot σ̂_d)"
 
 
-def load(target: str, designs_dir: Path, roles: Roles, root: Path = RESULTS,
+def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
          progress: Callable[[str], Any] | None = None) -> tuple[PaperData, dict[str, str], list]:
     """The paper's data for ``target`` (a design name, or ``rehearse_<design>``), the texts
     (model cards, deviations) and the input files read; ConfigError naming what is missing."""
@@ -228,7 +234,7 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = RESULTS,
         raise ConfigError(f"DESIGN={target}: no {path} (designs: {', '.join(known)}; a "
                           f"rehearsal: {REHEARSAL_PREFIX}<design>)")
     design = load_design(path)
-    gathered = design_dir(design.name, rehearsal, root) / "outcomes.parquet"
+    gathered = outcomes_path(design.name, rehearsal, root)
     if not gathered.exists():
         make = f"{REHEARSAL_PREFIX}{name}" if rehearsal else name
         raise ConfigError(f"{gathered} does not exist: run the design first "
@@ -243,13 +249,13 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = RESULTS,
     note = mock_note(design, rehearsal)
     plan = plan_frame(design)
     # a rehearsal reads the rehearsed sigma runs: it never needs (or writes) the live roots
-    sigma_path = design_dir(roles.sigma, rehearsal, root) / "outcomes.parquet"
+    sigma_path = outcomes_path(roles.sigma, rehearsal, root)
     pilot, pilot_outcomes, pilot_inputs = read_pilot(roles, rehearsal, root, designs_dir)
     confirmatory = design.name == roles.confirmatory
     # the confirmatory design's facts, read once: its MDEs and what it cannot estimate
     facts = freeze.design_facts(design) if confirmatory else None
     mde, mde_source = read_mde(design, pilot, rehearsal, root, facts)
-    log = root / DEVIATIONS_LOG
+    log = deviations_log(root)
     logged = cards.parse_deviations(log.read_text(encoding="utf-8").splitlines(), str(log)) if (
         log.exists()) else []
     data = PaperData(
@@ -286,7 +292,7 @@ def not_estimable_note(facts: dict[str, Any], data: PaperData) -> str:
 
 
 def make_paper(target: str, out: Path, designs_dir: Path, roles: Roles,
-               root: Path = RESULTS, progress: bool | None = None) -> dict[str, Any]:
+               root: Path = ROOT, progress: bool | None = None) -> dict[str, Any]:
     """Read, build and write the paper of ``target`` under ``out``; returns paper.json's
     content (tables, figures, skipped with reasons)."""
     from tqdm import tqdm

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from market_agents.errors import ConfigError
+from market_agents.layout import ROOT
 from market_agents.protocol.design import Design, load_design
 from market_agents.protocol.gate import cut_runs, missing_keys
 from market_agents.protocol.planning import plan_design
@@ -25,7 +26,7 @@ class DesignRegistry:
         results: the results root the gate's manifests live under (cuts are read from there).
     """
 
-    def __init__(self, designs_dir: str | Path, results: str | Path = "results"):
+    def __init__(self, designs_dir: str | Path, results: str | Path = ROOT):
         self.designs_dir = Path(designs_dir)
         self.results = Path(results)
         self._designs: dict[str, Design] = {}

@@ -23,15 +23,17 @@ from market_agents.analysis.outcomes import (
 from market_agents.analysis.scoring import THRESHOLDS_KEY, episodes_at, load_run, write_outcomes
 from market_agents.atomic import write_parquet_atomic
 from market_agents.errors import ConfigError, MarketAgentsError
-from market_agents.protocol.design import (
-    RESULTS,
+from market_agents.layout import (
+    ROOT,
     RUNS_GLOB,
-    Design,
     cache_path,
+    control_sd_path,
     design_dir,
     outcomes_path,
     run_dir,
+    sensitivity_path,
 )
+from market_agents.protocol.design import Design
 from market_agents.protocol.tiers import TIERS
 from market_agents.sim.rundir import (
     OUTCOMES_FILE,
@@ -54,7 +56,7 @@ class StaleRun(MarketAgentsError):
 
 
 def run_cache(design: Design, cell: str, cache: str | Path | None, mock: bool,
-              root: Path | str = RESULTS) -> Path | None:
+              root: Path | str = ROOT) -> Path | None:
     """Live cells always go through a cache (default: the design's), so no answer is bought
     twice; mock cells use one only when asked."""
     if cache is not None:
@@ -65,7 +67,7 @@ def run_cache(design: Design, cell: str, cache: str | Path | None, mock: bool,
 
 
 def paid_runs(design: Design, mock: bool = False,
-              root: Path | str = RESULTS) -> list[tuple[Path, float]]:
+              root: Path | str = ROOT) -> list[tuple[Path, float]]:
     """(run directory, USD of its paid answers) for every finished run of the design: the
     record a cache must not silently lose (see ``llm.cache.check_record``)."""
     from market_agents.sim.rundir import paid_usd
@@ -78,7 +80,7 @@ def paid_runs(design: Design, mock: bool = False,
 
 
 def simulate(design: Design, cell: str, seed: int, mock: bool = False,
-             cache: str | Path | None = None, root: Path | str = RESULTS,
+             cache: str | Path | None = None, root: Path | str = ROOT,
              progress: bool | None = False, replay: bool = False,
              new_cache: bool = False, guard: Guard | None = None) -> Path:
     """One run into its run_dir (atomic, via runner.run_to_dir). ``replay``: serve every
@@ -125,7 +127,7 @@ def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path) ->
 
 
 def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
-                  cache: str | Path | None = None, root: Path | str = RESULTS,
+                  cache: str | Path | None = None, root: Path | str = ROOT,
                   th: Thresholds | None = None, replay: bool = False,
                   new_cache: bool = False, guard: Guard | None = None,
                   replace_stale: bool = False) -> str:
@@ -204,7 +206,7 @@ def broken_cell_runs(record: Path) -> str | None:
 
 
 def write_cell_runs(design: Design, cell: str, seeds: list[int], mock: bool,
-                    path: str | Path, root: Path | str = RESULTS) -> Path:
+                    path: str | Path, root: Path | str = ROOT) -> Path:
     """Record that ``seeds`` of ``cell`` are run and scored: ``path`` (JSON, written
     atomically) names the cell's config_hash and each seed's run directory with the sha256 of
     its outcomes.json. Content only, so the same runs give the same bytes.
@@ -228,7 +230,7 @@ def write_cell_runs(design: Design, cell: str, seeds: list[int], mock: bool,
     return Path(path)
 
 
-def gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
+def gather(design: Design, mock: bool = False, root: Path | str = ROOT,
            allow_missing: bool = False, tier: str | None = None,
            control: str | None = None) -> pl.DataFrame:
     """Every run's outcomes.json with design, cell, tier, seed, labels and config_hash; with
@@ -284,7 +286,7 @@ def _differ(a: dict[str, Any], b: dict[str, Any]) -> str:
     return ", ".join(f"{k} {a.get(k)} not {b[k]}" for k in b if a.get(k) != b[k])
 
 
-def write_gather(design: Design, mock: bool = False, root: Path | str = RESULTS,
+def write_gather(design: Design, mock: bool = False, root: Path | str = ROOT,
                  allow_missing: bool = False, tier: str | None = None,
                  control: str | None = None) -> Path:
     out = outcomes_path(design.name, mock, root, tier)
@@ -300,7 +302,7 @@ def sensitivity_grid(bubble_gaps=SENSITIVITY_BUBBLE_GAPS, crash_drops=SENSITIVIT
 
 
 def sensitivity(design: Design, grid: list[Thresholds], mock: bool = False,
-                root: Path | str = RESULTS, allow_missing: bool = False) -> pl.DataFrame:
+                root: Path | str = ROOT, allow_missing: bool = False) -> pl.DataFrame:
     """Episode outcomes of every saved run at every grid point, from the saved ticks."""
     rows: list[dict[str, Any]] = []
     missing = []
@@ -321,8 +323,8 @@ def sensitivity(design: Design, grid: list[Thresholds], mock: bool = False,
 
 
 def write_sensitivity(design: Design, grid: list[Thresholds], mock: bool = False,
-                      root: Path | str = RESULTS, allow_missing: bool = False) -> Path:
-    out = design_dir(design.name, mock, root) / "sensitivity.parquet"
+                      root: Path | str = ROOT, allow_missing: bool = False) -> Path:
+    out = sensitivity_path(design.name, mock, root)
     write_parquet_atomic(out, sensitivity(design, grid, mock, root, allow_missing))
     return out
 
@@ -337,7 +339,7 @@ def _worker(design_path: str, cell: str, seed: int, mock: bool, cache: str | Non
 
 def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | None = None,
                workers: int = 1, cache: str | Path | None = None, mock: bool = False,
-               root: Path | str = RESULTS, th: Thresholds | None = None,
+               root: Path | str = ROOT, th: Thresholds | None = None,
                progress: bool | None = None, replay: bool = False,
                new_cache: bool = False, guard: Guard | None = None) -> dict[str, int]:
     """Run and score every (cell, seed) not yet scored: cells served by the mock in parallel
@@ -384,11 +386,8 @@ def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | 
     return counts
 
 
-CONTROL_SD_FILE = "control_sd.parquet"
-
-
 def write_control_sd(design: Design, control: str, mock: bool = False,
-                     root: Path | str = RESULTS) -> Path:
+                     root: Path | str = ROOT) -> Path:
     """The free σ estimates (§3): the control SD of every outcome, from the design's gathered
     outcomes.parquet, into ``control_sd.parquet`` beside it (analysis.stats.control_sd)."""
     from market_agents.analysis.stats import control_sd
@@ -401,6 +400,6 @@ def write_control_sd(design: Design, control: str, mock: bool = False,
         table = control_sd(pl.read_parquet(src), control)
     except ValueError as exc:
         raise ConfigError(f"{src}: {exc}") from None
-    out = src.with_name(CONTROL_SD_FILE)
+    out = control_sd_path(design.name, mock, root)
     write_parquet_atomic(out, table)
     return out

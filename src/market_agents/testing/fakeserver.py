@@ -112,54 +112,81 @@ def check_request(path: str, body: dict[str, Any], server: str = "vllm"
                   ) -> tuple[int, list[str]]:
     """The fields this project must send, and what ``server`` accepts: (HTTP status, problems);
     an empty list means the request is well formed."""
-    problems = []
     schema = ((body.get("text") or {}).get("format") or (body.get("output_config") or {}).get(
         "format") or {}).get("schema")
-    for suffix, banned in REJECTED_KEYWORDS.items():
-        found = sorted(_keywords(schema) & set(banned)) if path.endswith(suffix) else []
-        if found:
-            problems.append(f"schema keyword(s) not supported: {', '.join(found)}")
+    problems = [f"schema keyword(s) not supported: {', '.join(found)}"
+                for suffix, banned in REJECTED_KEYWORDS.items() if path.endswith(suffix)
+                for found in [sorted(_keywords(schema) & set(banned))] if found]
     if not body.get("model"):
         problems.append("model is missing")
     if path.endswith("/responses"):
-        if body.get("store") is not False:
-            problems.append("store must be false")
-        fmt = (body.get("text") or {}).get("format") or {}
-        if fmt and (fmt.get("type") != "json_schema" or fmt.get("strict") is not True
-                    or not fmt.get("schema") or not fmt.get("name")):
-            problems.append("text.format must be a named json_schema with strict: true")
-        if not body.get("prompt_cache_key"):
-            problems.append("prompt_cache_key is missing")
+        problems += _responses_problems(body)
     elif path.endswith("/messages"):
-        if not body.get("max_tokens"):
-            problems.append("max_tokens is missing")
-        fmt = (body.get("output_config") or {}).get("format")
-        if fmt is not None and (fmt.get("type") != "json_schema" or not fmt.get("schema")):
-            problems.append("output_config.format must be a json_schema")
-        system = body.get("system")
-        if isinstance(system, list) and not any("cache_control" in b for b in system):
-            problems.append("system prompt is not marked with cache_control")
+        problems += _messages_problems(body)
     elif path.endswith("/chat/completions"):
-        fmt = body.get("response_format")
-        kind = None if fmt is None else fmt.get("type")
-        if server == "llama_cpp_python" and kind == "json_schema":
-            # what llama-cpp-python's server answers (a validation error as HTTP 500)
-            return 500, ["response_format.type: Input should be 'text' or 'json_object'"]
-        nulls = [i for i, m in enumerate(body.get("messages") or [])
-                 if isinstance(m, dict) and "tool_calls" in m and m["tool_calls"] is None]
-        if server == "llama_cpp_python" and nulls:
-            # its request model types tool_calls as a list (omitted when there are none): a
-            # null fails validation, which that server answers with HTTP 500
-            return 500, [f"messages.{nulls[0]}.tool_calls: Input should be a valid list"]
-        if server == "prompt_only" and (fmt is not None or "grammar" in body):
-            problems.append("this server takes no response_format or grammar")
-        elif server == "vllm" and fmt is not None and (
-                kind != "json_schema" or not (fmt.get("json_schema") or {}).get("schema")):
-            problems.append("response_format must be a json_schema")
-        elif server == "llama_cpp_python" and fmt is not None and (
-                kind != "json_object" or not fmt.get("schema")):
-            problems.append("response_format must be a json_object with a schema")
+        refused = _chat_refusal(body, server)
+        if refused:
+            return 500, refused
+        problems += _chat_problems(body, server)
     return (400 if problems else 200), problems
+
+
+def _responses_problems(body: dict[str, Any]) -> list[str]:
+    """What OpenAI's Responses API (as this project calls it) would reject."""
+    problems = []
+    if body.get("store") is not False:
+        problems.append("store must be false")
+    fmt = (body.get("text") or {}).get("format") or {}
+    if fmt and (fmt.get("type") != "json_schema" or fmt.get("strict") is not True
+                or not fmt.get("schema") or not fmt.get("name")):
+        problems.append("text.format must be a named json_schema with strict: true")
+    if not body.get("prompt_cache_key"):
+        problems.append("prompt_cache_key is missing")
+    return problems
+
+
+def _messages_problems(body: dict[str, Any]) -> list[str]:
+    """What Anthropic's Messages API (as this project calls it) would reject."""
+    problems = []
+    if not body.get("max_tokens"):
+        problems.append("max_tokens is missing")
+    fmt = (body.get("output_config") or {}).get("format")
+    if fmt is not None and (fmt.get("type") != "json_schema" or not fmt.get("schema")):
+        problems.append("output_config.format must be a json_schema")
+    system = body.get("system")
+    if isinstance(system, list) and not any("cache_control" in b for b in system):
+        problems.append("system prompt is not marked with cache_control")
+    return problems
+
+
+def _chat_refusal(body: dict[str, Any], server: str) -> list[str]:
+    """What llama-cpp-python's server answers with HTTP 500 (its request validation errors);
+    empty for every other server and request."""
+    if server != "llama_cpp_python":
+        return []
+    if (body.get("response_format") or {}).get("type") == "json_schema":
+        return ["response_format.type: Input should be 'text' or 'json_object'"]
+    # its request model types tool_calls as a list (omitted when there are none): a null
+    # fails validation
+    nulls = [i for i, m in enumerate(body.get("messages") or [])
+             if isinstance(m, dict) and "tool_calls" in m and m["tool_calls"] is None]
+    return [f"messages.{nulls[0]}.tool_calls: Input should be a valid list"] if nulls else []
+
+
+def _chat_problems(body: dict[str, Any], server: str) -> list[str]:
+    """What ``server``'s chat completions endpoint rejects (HTTP 400) in how the answer
+    schema is sent (``SERVERS``)."""
+    fmt = body.get("response_format")
+    kind = None if fmt is None else fmt.get("type")
+    if server == "prompt_only" and (fmt is not None or "grammar" in body):
+        return ["this server takes no response_format or grammar"]
+    if server == "vllm" and fmt is not None and (
+            kind != "json_schema" or not (fmt.get("json_schema") or {}).get("schema")):
+        return ["response_format must be a json_schema"]
+    if server == "llama_cpp_python" and fmt is not None and (
+            kind != "json_object" or not fmt.get("schema")):
+        return ["response_format must be a json_object with a schema"]
+    return []
 
 
 def answer_text(body: dict[str, Any], digest: bytes) -> str:
