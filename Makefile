@@ -72,10 +72,12 @@ test: setup  ## the test suite (CI runs exactly this: .ci/run)
 # Opt-in: the workflow on a one-node SLURM cluster on this machine (docs/cluster.md).
 # Needs root; installs Debian's slurmctld, slurmd, slurm-client and munge when missing.
 SLURM_PACKAGES := slurmctld slurmd slurm-client munge
+# Wait up to 10 minutes for another apt or dpkg (an unattended upgrade) instead of failing at once.
+APT_WAIT := -o DPkg::Lock::Timeout=600
 test-slurm: setup  ## opt-in, root: the workflow on a one-node SLURM cluster (docs/cluster.md)
 	@command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v sbatch >/dev/null \
-		&& command -v munged >/dev/null || { apt-get update -qq \
-		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SLURM_PACKAGES); }
+		&& command -v munged >/dev/null || { apt-get $(APT_WAIT) update -qq \
+		&& DEBIAN_FRONTEND=noninteractive apt-get $(APT_WAIT) install -y -qq $(SLURM_PACKAGES); }
 	$(VENV)/pytest tests/pipeline/test_slurm.py --runslurm -n 0 -v
 
 # Opt-in: the confirmatory design rehearsed on the mock (first 2 seeds of every cell) into the
