@@ -34,6 +34,11 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "config": ABOVE_ENGINE,
     # reading user input sits just above the bottom layer: it may name errors, nothing more
     "inputs": (*ENGINE, *ABOVE_ENGINE, "llm", "config", "bazaar", "atomic", "rng"),
+    # the config's LLM block and the price table sit below both the config and the LLM layer
+    # (which name them too), so a classical run's config loads no LLM module
+    "config_llm": (*ENGINE, *ABOVE_ENGINE, "llm", "config", "bazaar", "inputs", "prices",
+                   "atomic", "rng"),
+    "prices": (*ENGINE, *ABOVE_ENGINE, "llm", "config", "bazaar", "atomic", "rng"),
 }
 # Bazaar's engine also stands apart from the LLM layer (llm_eval.py is its bridge).
 BAZAAR_ENGINE = ("engine", "policies", "anchors", "exploits", "parser", "scenario", "tiers",

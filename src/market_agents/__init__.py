@@ -16,8 +16,14 @@ checks it)::
     market/ agents/    the exchange and fundamentals; classical and LLM traders
     llm/               the LLM layer: providers, cache, pricing, runtime caps (no market)
     config.py          the simulation config (pydantic), hashed for provenance
+    config_llm.py      its population.llm block (routes, models, prompt revision, caps) and the
+                       facts it checks (provider kinds, structured-output modes)
+    prices.py          the price table and the cost of a call; with config_llm.py below both
+                       config.py and llm/ (which names them), so a classical run loads no
+                       module of llm/
     inputs.py          reading what users give: UTF-8 text files, strict YAML (no duplicate
-                       keys, size and alias limits); imports only errors.py
+                       keys, size and alias limits), the environment switches of `ma`; imports
+                       only errors.py
     layout.py          every path under results/ (runs, rehearsal, caches, manifests, freeze,
                        pilot, deviations, ledger, budget, library, Bazaar, logs, sanity);
                        imports nothing from the package

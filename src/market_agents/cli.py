@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import NoReturn
 
 from market_agents.errors import MarketAgentsError, Terminated
+from market_agents.inputs import stop_grace_s
 
 # Subcommand modules, in the order `ma --help` lists them.
 COMMANDS = ["run", "validate", "plot", "outcomes", "gather", "summary", "sensitivity", "budget",
@@ -82,8 +83,6 @@ def main(argv: list[str] | None = None) -> int:
         (one line on stderr naming the command, never a traceback); 130 on Ctrl-C, 143 on
         SIGTERM (one line each; the same command resumes).
     """
-    from market_agents.llm.interrupt import stop_grace_s
-
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)

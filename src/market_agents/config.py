@@ -15,10 +15,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
+from market_agents.config_llm import LLMConfig
 from market_agents.core import Strict, canonical_json, validation_message
 from market_agents.errors import ConfigError
 from market_agents.inputs import parse_yaml, read_yaml
-from market_agents.llm.config import LLMConfig
 
 MAX_SEED = 2**32 - 1
 MAX_SEEDS = 10_000  # seeds in one list (a design's cell, `ma validate`); the protocol uses 30

@@ -14,12 +14,17 @@ file (and the key) before any work starts.
 
 Numbers are checked where they are used: every config model derives from
 :class:`market_agents.core.Strict` (finite floats, 64-bit integers).
+
+The environment variables ``ma`` reads before any command runs are here too (the serving
+switches and the stop grace), so that reading them loads nothing of the LLM layer: a classical
+run never imports it.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +35,16 @@ from market_agents.errors import ConfigError
 MAX_FILE_BYTES = 1 << 20  # configs, designs and price tables are a few kB
 MAX_YAML_NODES = 100_000  # values after expanding aliases; baseline.yaml has about 100
 MAX_YAML_DEPTH = 64  # nesting of mappings and lists; configs nest about 5 deep
+
+# Serving switches a whole invocation can set through the environment (`ma run/cell/design`
+# read them as the defaults of --replay and --new-cache): the workflow sets them from its config
+# (`snakemake --config replay=true`), so they reach every job without being rule parameters.
+REPLAY_ENV = "MARKET_AGENTS_REPLAY"
+NEW_CACHE_ENV = "MARKET_AGENTS_NEW_CACHE"
+STOP_GRACE_ENV = "MARKET_AGENTS_STOP_GRACE_S"
+# Calls in flight get this long to finish after an interrupt (llm/interrupt.py): below SLURM's
+# default KillWait (30 s, the time between SIGTERM and SIGKILL), above a typical answer's latency.
+DEFAULT_STOP_GRACE_S = 10.0
 
 _MERGE = "tag:yaml.org,2002:merge"
 _REFUSED_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("binary", "timestamp", "set", "omap",
@@ -44,6 +59,38 @@ _Loader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+
+
+def env_flag(name: str) -> bool:
+    """Whether the environment variable ``name`` is set to 1/true/yes."""
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
+
+
+def stop_grace_s(env: Mapping[str, str] | None = None) -> float:
+    """Seconds the calls in flight at an interrupt may take to finish
+    (:func:`market_agents.llm.interrupt.drain`).
+
+    Args:
+        env: where ``MARKET_AGENTS_STOP_GRACE_S`` is read (default ``os.environ``).
+
+    Returns:
+        The variable's value (seconds, >= 0), or 10 when it is unset or empty.
+
+    Raises:
+        ConfigError: the value is not a number >= 0 (checked when ``ma`` starts, so a typo
+            is reported before any call, not at the interrupt).
+    """
+    raw = (os.environ if env is None else env).get(STOP_GRACE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_STOP_GRACE_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ConfigError(f"{STOP_GRACE_ENV}={raw!r}: not a number of seconds >= 0 (the time "
+                          "calls in flight get to finish after Ctrl-C or SIGTERM)")
+    return value
 
 
 def read_text(path: str | Path, what: str = "") -> str:

@@ -19,7 +19,7 @@ import numpy as np
 
 from market_agents import rng as streams_mod
 from market_agents.core import canonical_json
-from market_agents.errors import ConfigError, MarketAgentsError
+from market_agents.errors import ConfigError, MarketAgentsError, RunFailed
 from market_agents.llm import prompting, schema
 from market_agents.llm.client import LLMClient, is_valid_entry
 from market_agents.llm.library import DecisionLibrary, snapshot_features
@@ -28,14 +28,6 @@ from market_agents.market.exchange import order_problem
 from market_agents.market.types import BUY, SELL, Cancel, MarketView, Order
 
 COHORT_SIZE = 5
-
-
-class RunFailed(MarketAgentsError):
-    """A run stopped because too many of its LLM calls failed; ``record`` says why."""
-
-    def __init__(self, message: str, record: dict[str, Any]):
-        super().__init__(message)
-        self.record = record
 
 
 class ReplayMismatch(MarketAgentsError):

@@ -8,7 +8,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from market_agents import layout
-from market_agents.llm.cache import NEW_CACHE_ENV, REPLAY_ENV, env_flag
+from market_agents.inputs import NEW_CACHE_ENV, REPLAY_ENV, env_flag
 
 if TYPE_CHECKING:
     from market_agents.protocol.guard import Guard

@@ -35,6 +35,11 @@ from typing import Any
 
 from market_agents.core import canonical_json
 from market_agents.errors import MarketAgentsError
+
+# The serving switches are read before any LLM code loads (`ma`'s flags); named here too.
+from market_agents.inputs import NEW_CACHE_ENV as NEW_CACHE_ENV
+from market_agents.inputs import REPLAY_ENV as REPLAY_ENV
+from market_agents.inputs import env_flag as env_flag
 from market_agents.llm import filesystem
 
 ENTRY_VERSION = 1
@@ -43,18 +48,6 @@ CLAIM_PREFIX = "claim:"
 PAID_MARKER = "paid.json"  # written beside cache.db when the first paid answer is stored
 ANSWER_FIELDS = ("status", "error_class", "text", "refusal", "truncated", "served_model",
                  "usage")
-# Serving switches a whole invocation can set through the environment (`ma run/cell/design`
-# read them as the defaults of --replay and --new-cache): the workflow sets them from its config
-# (`snakemake --config replay=true`), so they reach every job without being rule parameters.
-REPLAY_ENV = "MARKET_AGENTS_REPLAY"
-NEW_CACHE_ENV = "MARKET_AGENTS_NEW_CACHE"
-
-
-def env_flag(name: str) -> bool:
-    """Whether the environment variable ``name`` is set to 1/true/yes."""
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
-
-
 class CacheError(MarketAgentsError):
     """The cache cannot serve as the record: damaged, unreadable, unwritable or emptied."""
 

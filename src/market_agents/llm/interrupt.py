@@ -14,49 +14,23 @@ billed by the provider; it is the only one sent again on resume.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from market_agents.errors import ConfigError
+
+# The grace is read where `ma` reads its environment (the CLI checks it at start-up without
+# loading this layer); named here too for the callers of this module.
+from market_agents.inputs import DEFAULT_STOP_GRACE_S, stop_grace_s
+from market_agents.inputs import STOP_GRACE_ENV as STOP_GRACE_ENV
 
 if TYPE_CHECKING:  # `ma` reads the grace at start-up; asyncio is imported only to drain
     import asyncio
     import concurrent.futures
 
-STOP_GRACE_ENV = "MARKET_AGENTS_STOP_GRACE_S"
-# Calls in flight get this long to finish after an interrupt: below SLURM's default KillWait
-# (30 s, the time between SIGTERM and SIGKILL), above a typical answer's latency.
-DEFAULT_STOP_GRACE_S = 10.0
 WAKE_S = 0.25  # the longest a waiting main thread takes to run a signal's handler
 _CANCEL_WAIT_S = 10.0  # a cancelled call only releases its claim: this is slack, not work
-
-
-def stop_grace_s(env: Mapping[str, str] | None = None) -> float:
-    """Seconds the calls in flight at an interrupt may take to finish.
-
-    Args:
-        env: where ``MARKET_AGENTS_STOP_GRACE_S`` is read (default ``os.environ``).
-
-    Returns:
-        The variable's value (seconds, >= 0), or 10 when it is unset or empty.
-
-    Raises:
-        ConfigError: the value is not a number >= 0 (checked when ``ma`` starts, so a typo
-            is reported before any call, not at the interrupt).
-    """
-    raw = (os.environ if env is None else env).get(STOP_GRACE_ENV, "").strip()
-    if not raw:
-        return DEFAULT_STOP_GRACE_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value >= 0 or value == float("inf"):
-        raise ConfigError(f"{STOP_GRACE_ENV}={raw!r}: not a number of seconds >= 0 (the time "
-                          "calls in flight get to finish after Ctrl-C or SIGTERM)")
-    return value
 
 
 def drain(loop: asyncio.AbstractEventLoop, batch: concurrent.futures.Future,

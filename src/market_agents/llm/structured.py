@@ -26,18 +26,14 @@ import json
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
+# The modes, the default and the modes of each kind are declared with the config's provider
+# settings (they validate providers.<route>.structured_output); named here for the providers.
+from market_agents.config_llm import DEFAULT_MODE as DEFAULT_MODE
+from market_agents.config_llm import KIND_MODES as KIND_MODES
+from market_agents.config_llm import MODES as MODES
 from market_agents.llm.schema import RANGE_KEYWORDS, without
 from market_agents.llm.types import LLMRequest, Message
 
-MODES = ("json_schema", "json_object_schema", "grammar", "none")
-DEFAULT_MODE = "json_schema"
-# Modes each provider kind can send (the mock answers any request the same way).
-KIND_MODES = {
-    "openai": ("json_schema", "none"),
-    "anthropic": ("json_schema", "none"),
-    "openai_compatible": MODES,
-    "mock": MODES,
-}
 # Schema keywords each (kind, mode) rejects; everything else goes on the wire.
 REJECTED: dict[tuple[str, str], frozenset[str]] = {
     ("anthropic", "json_schema"): RANGE_KEYWORDS,

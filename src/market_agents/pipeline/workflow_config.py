@@ -19,10 +19,11 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from market_agents.atomic import write_text_atomic
+from market_agents.config_llm import TokenProfile
 from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
+from market_agents.inputs import NEW_CACHE_ENV, REPLAY_ENV
 from market_agents.layout import deviations_log
-from market_agents.llm.config import TokenProfile
 
 SCHEMA_DIR = Path("workflow/schemas")
 _TOKENS = TokenProfile()
@@ -91,8 +92,6 @@ class WorkflowConfig(Strict):
     def serving_env(self) -> dict[str, str]:
         """Environment for the `ma` jobs: the serving switches (not rule parameters, so
         toggling them never re-runs a finished job)."""
-        from market_agents.llm.cache import NEW_CACHE_ENV, REPLAY_ENV
-
         flags = {REPLAY_ENV: self.replay, NEW_CACHE_ENV: self.new_cache}
         return {name: "1" for name, on in flags.items() if on}
 

@@ -16,8 +16,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
+from market_agents.config_llm import TokenProfile
 from market_agents.errors import ConfigError
-from market_agents.llm.config import TokenProfile
 from market_agents.protocol.tiers import NO_TIER, label
 
 if TYPE_CHECKING:  # design.py imports this module to check budgets when a design loads

@@ -9,6 +9,7 @@ complete or absent; ``outcomes.json`` is added later by the scoring step, atomic
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import polars as pl
 from market_agents.atomic import json_text
 from market_agents.errors import MarketAgentsError
 from market_agents.inputs import read_yaml
+from market_agents.prices import load_prices
 
 CONFIG_FILE = "config.yaml"
 MANIFEST_FILE = "manifest.json"
@@ -66,18 +68,29 @@ class RunDirError(MarketAgentsError):
     """A run directory is missing a file or holds an unreadable one."""
 
 
+# manifest.json's ``llm_usage`` of a run without LLM traders: what the LLM client of a run that
+# made no request reports (``LLMClient.usage_summary``; tests/sim/test_runner.py checks they
+# agree), written here so that a classical run loads nothing of the LLM layer.
+NO_LLM_USAGE: dict[str, Any] = {
+    "requests": 0, "calls": 0, "answered": 0, "cache_hits": 0, "cached_hits": 0.0, "valid": 0,
+    "invalid": 0, "failures": 0, "failures_by_class": {}, "retries_by_class": {},
+    "budget_halts": 0, "decision_cap_holds": 0, "budget_halt_events": [], "halt_tick": None,
+    "reserved_at_halt_usd": None, "spent_at_halt_usd": None, "usd_cap": None,
+    "usd_over_cap": 0.0, "tokens_in": 0, "tokens_cached": 0, "tokens_cache_write": 0,
+    "tokens_out": 0, "tokens_reasoning": 0, "usd": 0.0, "usd_live": 0.0, "usd_spent": 0.0,
+    "usage_missing": 0, "claim_waits": 0, "claims_taken_over": 0, "answers_discarded": 0,
+    "replay": False,
+}
+
+
 def classical_llm_fields() -> dict[str, Any]:
     """The LLM fields of the manifest of a run without LLM traders, so every manifest has the
     replication checklist's fields (protocol §6): no prompt version, zero usage, and the price
     table in force (its newest row's date, its source file and sha256) in place of per-model
     rows."""
-    from market_agents.llm.client import LLMClient
-    from market_agents.llm.pricing import load_prices
-
-    prices = load_prices()
     return {"prompt_version": None,
-            "price_assumptions": {"price_table": prices.provenance()},
-            "llm_usage": LLMClient({}, prices).usage_summary()}  # every count zero
+            "price_assumptions": {"price_table": load_prices().provenance()},
+            "llm_usage": copy.deepcopy(NO_LLM_USAGE)}  # every count zero
 
 
 # The replication checklist's fields (protocol §6) that every manifest.json has.

@@ -18,10 +18,11 @@ from contextlib import AbstractContextManager, nullcontext
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from market_agents.atomic import naming
+from market_agents.atomic import naming, write_json_atomic
 from market_agents.config import Config, check_seed, config_hash, dump_yaml
-from market_agents.errors import ConfigError, MarketAgentsError
+from market_agents.errors import ConfigError, MarketAgentsError, RunFailed
 from market_agents.sim import rundir
+from market_agents.sim.simulation import simulate
 
 
 def git_revision() -> str:
@@ -70,13 +71,14 @@ def prepare_cache(config: Config, cache: str | Path | None, out: Path,
     directory with a sound sqlite file, not emptied or deleted after it held paid answers
     (``paid_runs``, ``out`` if it is a finished run, and the cache's own marker say so) unless
     ``new_cache``. Raises ``CacheError`` naming the path; replay mode needs a cache."""
-    from market_agents.llm.cache import CacheError, check_path, check_record, damage
-
     llm = config.population.llm
     if llm.replay and cache is None and config.population.n_llm and not llm.frozen_library:
         raise ConfigError("--replay: serving every answer from the record needs --cache")
     if cache is None:
         return
+    # the response cache (sqlite3, the LLM layer) loads only for a run given one
+    from market_agents.llm.cache import CacheError, check_path, check_record, damage
+
     runs = list(paid_runs or [])
     if rundir.is_complete(out):
         runs.append((out, rundir.paid_usd(rundir.read_manifest(out))))
@@ -171,15 +173,12 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
         Run protocol §1 (the run directory and its files) and §6 (every manifest carries
         config_hash, git_revision, shocks and final_conservation_ok).
     """
-    from market_agents.agents.llm_trader import RunFailed
-    from market_agents.sim.simulation import simulate
-
     check_seed(seed)
     if paying is not None and config.population.n_llm > 0:
         # a missing key, price or cap stops a paying run here, before its run directory,
-        # cache and spend-ledger record exist
+        # cache and spend-ledger record exist; the LLM client loads only for such a run
         from market_agents.llm.client import LLMClient
-        from market_agents.llm.pricing import run_prices
+        from market_agents.prices import run_prices
 
         llm = config.population.llm
         if llm.free_models():
@@ -200,8 +199,6 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
         try:
             tables = simulate(config, seed, cache, progress, expected, str(reference))
         except RunFailed as exc:
-            from market_agents.atomic import write_json_atomic
-
             write_json_atomic(failed_record(out), {
                 **exc.record, "error": str(exc), "config_hash": config_hash(config), "seed": seed,
                 "cache": str(cache) if cache else None})

@@ -148,6 +148,7 @@ class Run:
         self.traders = build_traders(config, self.streams, self.population, self.ex)
         self.pool = None
         if self.population.llm_slots:
+            # the LLM layer (asyncio, the providers, the cache) loads only for LLM slots
             from market_agents.agents.llm_trader import LLMTraderPool
 
             self.pool = LLMTraderPool(config, self.streams, list(self.population.llm_slots),
@@ -309,8 +310,9 @@ def _free_route_client(config: Config, cache_path: str | Path | None):
     llm = config.population.llm
     if llm.frozen_library or not llm.free_models():
         return None
+    # the LLM layer loads only for a run with LLM slots (the pool's caller)
     from market_agents.llm.client import LLMClient
-    from market_agents.llm.pricing import run_prices
+    from market_agents.prices import run_prices
 
     return LLMClient.from_settings(llm, cache_path, prices=run_prices(llm))
 
