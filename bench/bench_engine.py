@@ -182,6 +182,10 @@ def against(ref: str, repeats: int, callgrind: bool) -> None:
         print(f"engine at {ref}: median {med(t_old) * 1e3:.1f} CPU ms/run; this tree: "
               f"{med(t_new) * 1e3:.1f} CPU ms/run; speed-up {med(t_old) / med(t_new):.2f}x "
               f"({len(t_new)} runs each; same messages per seed: {same})")
+        if not same:  # another market (the classical traders changed): per message too
+            m_old, m_new = med(a["messages"]), med(b["messages"])
+            print(f"  messages per run: {m_old:.0f} at {ref}, {m_new:.0f} here; speed-up per "
+                  f"message {(med(t_old) / m_old) / (med(t_new) / m_new):.2f}x")
         if callgrind:
             i_old, _ = instructions_per_run("ours", "protocol", env_old, config_old)
             i_new, _ = instructions_per_run("ours", "protocol")

@@ -42,10 +42,43 @@ def limit_ticks(price: float, side: int, tick_size: float) -> int:
         The limit in ticks; 0 for a buy limited below one tick (``order_problem`` refuses it).
     """
     x = price / tick_size
-    near = round(x)
-    if abs(x - near) <= GRID_TOLERANCE + 4 * math.ulp(x):
-        return int(near)
-    return int(math.floor(x) if side == BUY else math.ceil(x))
+    near = round(x)  # an int
+    off = abs(x - near)
+    # the plain tolerance first: most limits are on the grid, and math.ulp only widens it
+    if off <= GRID_TOLERANCE or off <= GRID_TOLERANCE + 4 * math.ulp(x):
+        return near
+    return math.floor(x) if side == BUY else math.ceil(x)
+
+
+class _PriceOf(dict):
+    """Integer ticks -> the price in currency units (rounded to 10 decimals), each computed
+    once: rounding is the dearest step of logging a price, and a run logs about 15,000."""
+
+    def __init__(self, tick_size: float):
+        super().__init__()
+        self.tick_size = tick_size
+
+    def __missing__(self, ticks: int) -> float:
+        price = self[ticks] = round(ticks * self.tick_size, 10)
+        return price
+
+
+def order_limit(order: Order, n_assets: int, tick_size: float) -> tuple[str | None, int | None]:
+    """``order``'s problem (:func:`order_problem`) and, for a well-formed limit order, its
+    limit in ticks (:func:`limit_ticks`; None for a market order or a refused one): the
+    exchange rounds each limit once."""
+    side, qty, price, asset = order.side, order.qty, order.price, order.asset
+    if side not in (1, -1) or not 0 <= asset < n_assets or qty <= 0 or (
+            price is not None and not (math.isfinite(price) and price > 0)):
+        return "invalid", None
+    if qty > MAX_ORDER_QTY:
+        return "qty_out_of_range", None
+    if price is None:
+        return None, None
+    if price / tick_size > MAX_PRICE_TICKS:
+        return "price_out_of_range", None
+    limit = limit_ticks(price, side, tick_size)
+    return ("price_out_of_range", None) if limit < 1 else (None, limit)
 
 
 def order_problem(order: Order, n_assets: int, tick_size: float) -> str | None:
@@ -53,16 +86,7 @@ def order_problem(order: Order, n_assets: int, tick_size: float) -> str | None:
     asset, quantity below 1, a price that is not a positive finite number),
     ``qty_out_of_range`` or ``price_out_of_range`` (beyond what it represents exactly, or a
     buy limited below one tick: rounded down to the grid it would be a price of zero)."""
-    side, qty, price, asset = order.side, order.qty, order.price, order.asset
-    if side not in (1, -1) or not 0 <= asset < n_assets or qty <= 0 or (
-            price is not None and not (math.isfinite(price) and price > 0)):
-        return "invalid"
-    if qty > MAX_ORDER_QTY:
-        return "qty_out_of_range"
-    if price is not None and (price / tick_size > MAX_PRICE_TICKS
-                              or limit_ticks(price, side, tick_size) < 1):
-        return "price_out_of_range"
-    return None
+    return order_limit(order, n_assets, tick_size)[0]
 
 
 @dataclass
@@ -117,6 +141,13 @@ class Exchange:
         self.order_rows: list[tuple] = []
         self.trade_rows: list[tuple] = []
         self._initial: tuple[int, list[int]] | None = None
+        # Read on every order: the settings once, and each tick count's price once (rounding
+        # to 10 decimals is the dearest step of logging a price).
+        self._tick_size = cfg.tick_size
+        self._position_limit = cfg.position_limit
+        self._order_ttl = cfg.order_ttl
+        self._call_auction = cfg.mechanism == "call_auction"
+        self.price_of = _PriceOf(cfg.tick_size)  # ticks -> price: to_price, as a mapping
 
     # --- units --------------------------------------------------------------------------------
     def to_ticks(self, price: float) -> int:
@@ -125,7 +156,7 @@ class Exchange:
 
     def to_price(self, ticks: int) -> float:
         """Integer ticks as a price in currency units."""
-        return round(ticks * self.cfg.tick_size, 10)
+        return self.price_of[ticks]
 
     # --- accounts -----------------------------------------------------------------------------
     def open_account(self, slot: int, kind: str, is_llm: bool, cash: float, shares: int,
@@ -157,8 +188,9 @@ class Exchange:
     def equity(self, acct: Account) -> float:
         """The account's equity in ticks: cash plus shares marked at the mid."""
         held = 0.0  # shares marked at the mid, in ticks
+        mid, tick = self.mid, self._tick_size
         for asset, s in enumerate(acct.shares):
-            held += s * self.mid_ticks(asset)
+            held += s * (mid[asset] / tick)
         return acct.cash + held
 
     def mid_ticks(self, asset: int) -> float:
@@ -184,9 +216,10 @@ class Exchange:
         self.tick_volume = [0] * self.n_assets
         self.tick_trades = [0] * self.n_assets
         expiries = self.expiries
+        accounts = self.accounts
         while expiries and expiries[0][0] <= tick:
             _, oid, owner, asset = heapq.heappop(expiries)
-            order = self.accounts[owner].open_orders.get(oid)
+            order = accounts[owner].open_orders.get(oid)
             if order is not None:
                 self._drop(owner, order, asset)
 
@@ -221,22 +254,18 @@ class Exchange:
                     self._drop(slot, order, asset)
             return
         kind = "margin_call" if forced else "market" if action.price is None else "limit"
-        if kind == "market" and self.cfg.mechanism == "call_auction" and (
+        if kind == "market" and self._call_auction and (
                 0 <= action.asset < self.n_assets and action.side in (1, -1)):
             # A market order joins the next auction as a limit 10 % through the last price,
             # and is funded (checked and committed) at that limit like any other.
             last = self.to_price(self.last[action.asset])
             action = action._replace(price=round(last * (1 + 0.1 * action.side), 10))
-        side, qty, price, asset = action.side, action.qty, action.price, action.asset
-        limit = None
-        reason = order_problem(action, self.n_assets, self.cfg.tick_size)
+        reason, limit = order_limit(action, self.n_assets, self._tick_size)
         if reason is None:
-            if price is not None:
-                limit = limit_ticks(price, side, self.cfg.tick_size)
             reason = self._check(acct, action, limit)
         oid = self.next_id
         self.next_id += 1
-        self._log(acct, asset, oid, kind, side, qty, price, reason,
+        self._log(acct, action.asset, oid, kind, action.side, action.qty, action.price, reason,
                   None if limit is None else self.to_price(limit))
         if reason is None:
             if forced:
@@ -245,10 +274,10 @@ class Exchange:
 
     def _check(self, acct: Account, o: Order, limit: int | None) -> str | None:
         """Why a well-formed order is refused (None: accepted); ``limit`` is its price in ticks."""
-        if self.halted:
+        if self.tick < self.halted_until:  # self.halted
             return "halted"
         a = o.asset
-        cap = self.cfg.position_limit
+        cap = self._position_limit
         if cap is not None:
             exposure = (acct.shares[a] + acct.committed_buy[a] if o.side == BUY
                         else acct.shares[a] - acct.committed_sell[a])
@@ -275,12 +304,13 @@ class Exchange:
         return best if best is not None else self.last[asset]
 
     def _execute(self, acct: Account, o: Order, oid: int, limit: int | None) -> None:
-        if self.cfg.mechanism == "call_auction":  # orders wait for the next auction
+        if self._call_auction:  # orders wait for the next auction
             self._rest(acct, o, oid, limit)
             return
         book = self.books[o.asset]
         left = o.qty
-        best = book.best(-o.side)
+        opposite = book.prices[-o.side]  # book.best(-o.side), without the call
+        best = (opposite[0] if o.side == BUY else opposite[-1]) if opposite else None
         # Most orders do not cross: they skip the matching machinery and rest at once.
         if best is not None and (limit is None or (best <= limit if o.side == BUY
                                                    else best >= limit)):
@@ -299,13 +329,18 @@ class Exchange:
 
     def _rest(self, acct: Account, o: Order, oid: int, limit: int, qty: int | None = None) -> None:
         qty = o.qty if qty is None else qty
-        expiry = self.tick + (o.ttl if o.ttl is not None else self.cfg.order_ttl)
+        asset = o.asset
+        expiry = self.tick + (o.ttl if o.ttl is not None else self._order_ttl)
         order = Resting(oid, acct.slot, o.side, limit, qty, expiry)
-        self.books[o.asset].add(order)
+        self.books[asset].add(order)
         acct.open_orders[oid] = order
-        acct.order_asset[oid] = o.asset
-        self._commit(acct, o.asset, order, +1)
-        heapq.heappush(self.expiries, (expiry, oid, acct.slot, o.asset))
+        acct.order_asset[oid] = asset
+        if o.side == BUY:  # self._commit(acct, asset, order, +1), inline: one per resting order
+            acct.committed_buy[asset] += qty
+            acct.committed_cash += qty * limit
+        else:
+            acct.committed_sell[asset] += qty
+        heapq.heappush(self.expiries, (expiry, oid, acct.slot, asset))
 
     def _commit(self, acct: Account, asset: int, order: Resting, sign: int, qty: int | None = None
                 ) -> None:
@@ -318,7 +353,12 @@ class Exchange:
 
     def _drop(self, slot: int, order: Resting, asset: int) -> None:
         acct = self.accounts[slot]
-        self._commit(acct, asset, order, -1)
+        q = order.qty
+        if order.side == BUY:  # self._commit(acct, asset, order, -1), inline
+            acct.committed_buy[asset] -= q
+            acct.committed_cash -= q * order.price
+        else:
+            acct.committed_sell[asset] -= q
         self.books[asset].remove(order)
         del acct.open_orders[order.id]
         del acct.order_asset[order.id]

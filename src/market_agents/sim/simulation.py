@@ -200,13 +200,19 @@ class Run:
         tick = self.tick_size
         shares = acct.shares
         orders = acct.open_orders
-        open_orders = tuple([(o.id, acct.order_asset[o.id], o.side, ex.to_price(o.price), o.qty)
-                             for o in orders.values()]) if orders else ()
+        if orders:
+            price_of, order_asset = ex.price_of, acct.order_asset
+            open_orders = tuple([(o.id, order_asset[o.id], o.side, price_of[o.price], o.qty)
+                                 for o in orders.values()])
+        else:
+            open_orders = ()
         if len(public) == 1:
             assets: tuple[AssetView, ...] = (AssetView(*public[0], shares[0]),)
+            equity = acct.cash + (0.0 + shares[0] * (ex.mid[0] / tick))  # ex.equity(acct)
         else:
             assets = tuple([AssetView(*p, shares[i]) for i, p in enumerate(public)])
-        return MarketView(ex.tick, slot, assets, acct.cash * tick, ex.equity(acct) * tick,
+            equity = ex.equity(acct)
+        return MarketView(ex.tick, slot, assets, acct.cash * tick, equity * tick,
                           self.position_limit, acct.leverage, open_orders)
 
     def execute(self) -> dict[str, Any]:
