@@ -12,8 +12,8 @@ the measured process (the machine is shared: wall time would measure the other j
   Per run, per message, and with --callgrind per run in instructions (valgrind's callgrind; the
   instructions of one run are those of a 2-run process less those of a 1-run process, so start-up
   and imports cancel). PAMS runs in its own uv environment (it needs numpy < 2).
-- --against REF: the protocol market on the engine at git revision REF (default: the last commit
-  before the profile-led speed-up) against this tree, each in its own process, alternately;
+- --against REF: the protocol market on the engine at git revision REF (default: 92ab1d5, the
+  merge of the profile-led speed-up) against this tree, each in its own process, alternately;
 - whole process: `ma run config/baseline.yaml` against `python -c "import numpy, polars,
   pydantic, yaml"` (the import floor no run can go below).
 
@@ -42,8 +42,9 @@ MA = [sys.executable, "-m", "market_agents.cli"]
 ENGINE_RUNS = [sys.executable, str(ROOT / "bench" / "engine_runs.py")]
 PAMS = ["uv", "run", "--quiet", "--no-project", "--with", "pams==0.3.0"]
 PAMS_SCRIPT = str(ROOT / "bench" / "pams_workloads.py")
-# The engine before the profile-led speed-up (issue 16); --against compares with it.
-BEFORE_SPEEDUP = "3d92a05"
+# The merge of the profile-led speed-up (issue 16): the engine must stay at least as fast as
+# it was there (issue 26); --against compares with it. 3d92a05 is the commit before that speed-up.
+BEFORE_SPEEDUP = "92ab1d5"
 
 OURS = {
     "protocol": [],  # config/baseline.yaml as it is
