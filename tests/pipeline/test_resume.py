@@ -234,8 +234,9 @@ def test_a_lock_from_another_host_waits_for_a_manual_release(tmp_path):
         assert len(lines) == 1 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
         assert (f"locked by snakemake pid {proc.pid} on host node-b.cluster (started "
                 f"{record['started']}, target {TARGET}); this host") in lines[0]
-        assert lines[0].endswith("If it does not, release the lock by hand with `snakemake "
-                                 "--unlock` (or `make unlock`), then run the same command again")
+        assert lines[0].endswith("If it does not, release the lock by hand with "
+                                 "`.venv/bin/snakemake --unlock` (or `make unlock`), then run "
+                                 "the same command again")
         assert _snakemake_locked(project) and len(api.seen) == n
 
         # what the message says: release by hand, then the same command
