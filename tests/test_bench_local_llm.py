@@ -28,3 +28,39 @@ def test_the_demo_counts_limit_prices_outside_the_band(tmp_path):
     figures = _bench().band_figures(tmp_path, dec)
     assert figures == {"limit_prices": 3, "limit_prices_out_of_band": 2,
                        "out_of_band_rate": 0.6667}
+
+
+def test_the_demo_counts_vf_evals_errored_episodes_apart(tmp_path):
+    import json
+
+    saved = tmp_path / "evals" / "bazaar--m" / "abc" / "results.jsonl"
+    saved.parent.mkdir(parents=True)
+    rows = [{"reward": 1.0051, "error": None, "bazaar_errored": 0.0, "num_turns": 5.0},
+            {"reward": 0.0, "error": {"error": "ModelError"}, "bazaar_errored": 1.0,
+             "num_turns": 0.0}]
+    saved.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = _bench().vf_figures(tmp_path)
+    assert got == {"episodes": 2, "completed": 1, "errored": 1, "turns": [5.0, 0.0],
+                   "rewards": [1.0051, 0.0]}
+
+
+def test_the_build_prints_progress_and_fails_with_the_logs_tail(tmp_path, capsys):
+    """pip's verbose CMake output becomes one line per tenth of the steps; a failed build
+    ends with its last lines and where the whole log is."""
+    import pytest
+
+    bench = _bench()
+    py = tmp_path / "env" / "bin" / "python"
+    py.parent.mkdir(parents=True)
+    steps = "".join(f"echo '  [{k}/40] compiling x{k}.cpp'; " for k in range(1, 41))
+    py.write_text(f"#!/bin/sh\necho 'Collecting llama-cpp-python'; {steps}"
+                  "echo 'Successfully installed llama-cpp-python'; exit 0\n")
+    py.chmod(0o755)
+    bench.pip_install(py, ["x"], {"PATH": "/usr/bin:/bin"})
+    out = capsys.readouterr().out
+    assert out.count("building llama.cpp: step") == 11  # 1/40, then every tenth, 40/40
+    assert "step 40/40" in out and "Successfully installed" in out
+    assert (tmp_path / "env" / "pip.log").read_text().count("compiling") == 40
+    py.write_text("#!/bin/sh\necho 'error: compiler died'; exit 1\n")
+    with pytest.raises(SystemExit, match="compiler died"):
+        bench.pip_install(py, ["x"], {"PATH": "/usr/bin:/bin"})
