@@ -8,7 +8,8 @@ import os
 from market_agents import layout
 from market_agents.pipeline import holder
 from market_agents.pipeline.workflow import Workflow
-from market_agents.protocol.tiers import NO_TIER, TIER_PATTERN
+from market_agents.protocol import tiers
+from market_agents.protocol.tiers import NO_TIER, TIER_PATTERN, TIERS
 
 # One live invocation per directory; a killed one's lock is released by the next (README
 # "After a kill"; market_agents.pipeline.holder).

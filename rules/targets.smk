@@ -19,34 +19,15 @@ rule pilot:
         rules.pilot_manifest.output.manifest,
 
 
-rule tier_T1:
-    input:
-        W.tier_target(WF.confirmatory, "T1"),
+# One target per tier of protocol.tiers.TIERS (tier_T1 ...): its runs scored and gathered with
+# the control's and, if it is live, its spend reconciled. A new tier is a name in that list.
+for tier in TIERS:
 
-
-rule tier_T2:
-    input:
-        W.tier_target(WF.confirmatory, "T2"),
-
-
-rule tier_T3:
-    input:
-        W.tier_target(WF.confirmatory, "T3"),
-
-
-rule tier_T4:
-    input:
-        W.tier_target(WF.confirmatory, "T4"),
-
-
-rule tier_T5:
-    input:
-        W.tier_target(WF.confirmatory, "T5"),
-
-
-rule tier_T6:
-    input:
-        W.tier_target(WF.confirmatory, "T6"),
+    rule:
+        name:
+            tiers.target(tier)
+        input:
+            W.tier_target(WF.confirmatory, tier),
 
 
 rule confirmatory:
@@ -77,34 +58,14 @@ rule rehearse_repilot:
         rules.rehearse_repilot_manifest.output.manifest,
 
 
-rule rehearse_T1:
-    input:
-        W.rehearsal_tier_target(WF.confirmatory, "T1"),
+# The rehearsal of each tier on the mock (rehearse_T1 ...), under results/rehearsal/.
+for tier in TIERS:
 
-
-rule rehearse_T2:
-    input:
-        W.rehearsal_tier_target(WF.confirmatory, "T2"),
-
-
-rule rehearse_T3:
-    input:
-        W.rehearsal_tier_target(WF.confirmatory, "T3"),
-
-
-rule rehearse_T4:
-    input:
-        W.rehearsal_tier_target(WF.confirmatory, "T4"),
-
-
-rule rehearse_T5:
-    input:
-        W.rehearsal_tier_target(WF.confirmatory, "T5"),
-
-
-rule rehearse_T6:
-    input:
-        W.rehearsal_tier_target(WF.confirmatory, "T6"),
+    rule:
+        name:
+            tiers.rehearsal_target(tier)
+        input:
+            W.rehearsal_tier_target(WF.confirmatory, tier),
 
 
 rule rehearse_confirmatory:

@@ -17,6 +17,7 @@ from market_agents.cli import main
 from market_agents.protocol.design import load_design
 from market_agents.protocol.paper import Roles, load, make_paper
 from market_agents.protocol.steps import run_design, write_gather
+from market_agents.protocol.tiers import TIERS
 from market_agents.sim.rundir import MANIFEST_FILE, table_file
 from tests.support import ROOT
 
@@ -158,6 +159,11 @@ def test_a_rehearsal_is_marked_mock_based_in_every_title_and_caption(project):
         assert "Mock-based rehearsal" in text, name
     assert "Mock-based rehearsal" in texts["model_cards.md"]
     assert "pilot_diagnostics" in built.figures  # the rehearsed pilot
+    # the protocol DAG draws one row per tier of the one tier list, in order
+    assert data.tiers == TIERS
+    dag = built.figures["protocol_dag"][1]
+    rows = [t.get_text() for t in dag.axes[0].texts if t.get_fontweight() == "bold"]
+    assert rows == list(TIERS)
     assert "rehearsed pilot" in data.mde_source
     primary = built.tables["primary_estimates"][1]
     assert primary.filter(pl.col("cell") == "share_25")["mde"].drop_nulls().len() > 0

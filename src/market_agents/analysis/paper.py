@@ -110,5 +110,5 @@ def build(data: PaperData, texts: dict[str, str], inputs: list[str] | None = Non
         data, artifact("figure", "pilot_diagnostics").title))
     figure("spend", lambda: paperfigs.spend(overview, note, artifact("figure", "spend").title))
     figure("protocol_dag", lambda: paperfigs.protocol_dag(
-        data.plan, note, artifact("figure", "protocol_dag").title))
+        data.plan, data.tiers, note, artifact("figure", "protocol_dag").title))
     return paper

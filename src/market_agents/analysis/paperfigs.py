@@ -6,6 +6,7 @@ The price paths reuse :func:`market_agents.analysis.figures.price_figure`.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -15,7 +16,9 @@ from market_agents.analysis.figures import _pyplot
 from market_agents.analysis.stats import PAPER_OUTCOMES
 from market_agents.analysis.tables import PaperData, Skip
 
-TIER_ROWS = ("T1", "T2", "T3", "T4", "T5", "T6")
+# The tier whose paid answers build the decision library (rules/library.smk); the gate of the
+# tier after it waits for the library.
+LIBRARY_TIER = "T1"
 
 
 def _grid(n: int, cols: int = 3):
@@ -246,14 +249,16 @@ class Node:
     col: int
 
 
-def protocol_graph(plan: pl.DataFrame) -> tuple[list[Node], list[tuple[str, str]]]:
+def protocol_graph(plan: pl.DataFrame, tiers: Sequence[str]) -> tuple[list[Node],
+                                                                      list[tuple[str, str]]]:
     """The protocol's steps laid out by stage: one row per stage (Phase 5a and sigma, the pilot,
-    the freeze, each tier T1-T6, then the paper), each tier's row gate -> live runs -> outcomes
+    the freeze, each tier, then the paper), each tier's row gate -> live runs -> outcomes
     -> reconcile, and each tier's gate below the previous tier's reconciliation.
 
     Args:
         plan: the design's cells (cell, tier_label, seeds, live, usd); a tier's row lists its
             cells when the design has that tier.
+        tiers: the protocol's tiers in order (``PaperData.tiers``), one row each.
 
     Returns:
         Nodes with (row, col) grid positions (row 0 on top) and edges (from key, to key).
@@ -265,7 +270,8 @@ def protocol_graph(plan: pl.DataFrame) -> tuple[list[Node], list[tuple[str, str]
              Node("freeze", "freeze.json\n(code, design, MDE)", 2, 1)]
     edges = [("explore", "pilot_runs"), ("pilot_runs", "pilot"), ("pilot", "freeze")]
     prev = "freeze"
-    for i, tier in enumerate(TIER_ROWS):
+    library_gate = None  # the gate that waits for the decision library
+    for i, tier in enumerate(tiers):
         row = 3 + i
         cells = plan.filter(pl.col("tier_label") == tier) if "tier_label" in plan.columns else (
             plan.clear())
@@ -280,26 +286,29 @@ def protocol_graph(plan: pl.DataFrame) -> tuple[list[Node], list[tuple[str, str]
                   Node(f"rec_{tier}", f"reconcile {tier}\n(spend vs plan)", row, 3)]
         edges += [(prev, f"gate_{tier}"), (f"gate_{tier}", f"live_{tier}"),
                   (f"live_{tier}", f"out_{tier}"), (f"out_{tier}", f"rec_{tier}")]
+        if prev == f"rec_{LIBRARY_TIER}":
+            library_gate = f"gate_{tier}"
         prev = f"rec_{tier}"
-        if tier == "T1":
-            nodes.append(Node("library", "decision library\n(from T1 answers)", row, 4))
-            edges.append(("rec_T1", "library"))
-    last = 3 + len(TIER_ROWS)
+        if tier == LIBRARY_TIER:
+            nodes.append(Node("library", f"decision library\n(from {tier} answers)", row, 4))
+            edges.append((f"rec_{tier}", "library"))
+    last = 3 + len(tiers)
     nodes += [Node("gather", "gather\noutcomes.parquet", last, 1),
               Node("sensitivity", "sensitivity grid\n(saved ticks)", last, 2),
               Node("paper", "paper/\n(tables, figures)", last, 3)]
-    edges += [(prev, "gather"), ("library", "gate_T2"), ("gather", "sensitivity"),
-              ("sensitivity", "paper")]
+    edges += [(prev, "gather"), *([("library", library_gate)] if library_gate else []),
+              ("gather", "sensitivity"), ("sensitivity", "paper")]
     return nodes, edges
 
 
-def protocol_dag(plan: pl.DataFrame, mock_note: str | None, title: str):
-    """The protocol as a DAG of its steps (the appendix figure), from the plan of the design.
+def protocol_dag(plan: pl.DataFrame, tiers: Sequence[str], mock_note: str | None, title: str):
+    """The protocol as a DAG of its steps (the appendix figure), from the plan of the design and
+    the protocol's tiers (one row each).
 
     Returns:
         A matplotlib Figure.
     """
-    nodes, edges = protocol_graph(plan)
+    nodes, edges = protocol_graph(plan, tiers)
     plt = _pyplot()
     by_key = {n.key: n for n in nodes}
     rows = max(n.row for n in nodes) + 1
@@ -324,7 +333,7 @@ def protocol_dag(plan: pl.DataFrame, mock_note: str | None, title: str):
         ax.add_patch(plt.Rectangle((x - w / 2, y - h / 2), w, h, facecolor="#fde9d9" if live
                                    else "#eef3fb", edgecolor="#3465a4", lw=1))
         ax.text(x, y, n.label, ha="center", va="center", fontsize=7.5)
-    for i, tier in enumerate(TIER_ROWS):
+    for i, tier in enumerate(tiers):
         ax.text(-dx * 0.62, -(3 + i) * dy, tier, ha="right", va="center", fontsize=11,
                 fontweight="bold")
     ax.set_xlim(-dx * 0.9, 4 * dx + w / 2 + 0.1)

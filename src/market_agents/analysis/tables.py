@@ -64,6 +64,8 @@ class PaperData:
         not_estimable: a confirmatory design's estimands its runs cannot estimate, as the
             freeze names them ("none" when all can; None for another design).
         ticks: representative run per cell -> (ticks, manifest).
+        tiers: the protocol's tiers in order (``protocol.tiers.TIERS``), one row each in the
+            protocol DAG figure.
     """
 
     design: str
@@ -86,6 +88,7 @@ class PaperData:
     primary: dict[str, tuple[str, ...]] = field(default_factory=dict)
     not_estimable: str | None = None
     ticks: dict[str, tuple[pl.DataFrame, dict[str, Any]]] = field(default_factory=dict)
+    tiers: tuple[str, ...] = ()
 
     @property
     def exclude_seeds(self) -> tuple[int, ...]:

@@ -33,12 +33,13 @@ from market_agents.config import read_yaml
 from market_agents.core import Strict, canonical_json, sha256_file, validation_message
 from market_agents.errors import ConfigError
 from market_agents.pipeline.workflow_config import DEFAULTS
+from market_agents.protocol.tiers import TIERS
 
 Mode = Literal["sanity", "pilot", "full"]
 MODES = ("sanity", "pilot", "full")
-# The protocol's steps in order: a run reads files only from runs of earlier steps.
-STEPS = ("exploratory", "sigma", "pilot", "repilot", "freeze", "T1", "T2", "T3", "T4", "T5",
-         "T6", "paper")
+# The protocol's steps in order: a run reads files only from runs of earlier steps; one step
+# per tier of protocol.tiers.TIERS, between the freeze and the paper.
+STEPS = ("exploratory", "sigma", "pilot", "repilot", "freeze", *TIERS, "paper")
 ManifestName = Literal["pilot", "repilot", "freeze"]
 
 # Where each mode's results go: the one place that chooses the roots.

@@ -22,15 +22,16 @@ from market_agents.config import config_hash
 from market_agents.errors import ConfigError
 from market_agents.pipeline.workflow_config import WorkflowConfig, validate_workflow_config
 from market_agents.protocol.registry import DesignRegistry
-from market_agents.protocol.tiers import label, tier_key
+from market_agents.protocol.tiers import TIERS, label, rehearsal_target, target, tier_key
 from market_agents.sim.rundir import OUTCOMES_FILE, RUN_FILES
 
 # The protocol's stages as `make dag` draws them (targets of rules/targets.smk): up to the
 # freeze, then after it (pipeline/dagrender.merge_stages).
 DAG_BEFORE_FREEZE = "exploratory sigma pilot freeze"
 DAG_AFTER_FREEZE = "confirmatory sensitivity"
-TARGETS = ("all, exploratory, sigma, pilot, freeze, tier_T1 … tier_T6, confirmatory, "
-           "sensitivity, repilot, rehearse_pilot, rehearse_freeze, rehearse_T1 … rehearse_T6, "
+TARGETS = (f"all, exploratory, sigma, pilot, freeze, {target(TIERS[0])} … {target(TIERS[-1])}, "
+           "confirmatory, sensitivity, repilot, rehearse_pilot, rehearse_freeze, "
+           f"{rehearsal_target(TIERS[0])} … {rehearsal_target(TIERS[-1])}, "
            "rehearse_confirmatory, rehearse_repilot, protocol, dag")
 
 

@@ -38,7 +38,7 @@ from market_agents.protocol import freeze
 from market_agents.protocol.design import Design, load_design
 from market_agents.protocol.planning import plan_design
 from market_agents.protocol.steps import sensitivity_grid
-from market_agents.protocol.tiers import label
+from market_agents.protocol.tiers import TIERS, label
 from market_agents.sim.rundir import MANIFEST_FILE, read_json, table_file
 
 REHEARSAL_PREFIX = "rehearse_"
@@ -267,7 +267,7 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
         runs=read["runs"], decisions=read["decisions"], sensitivity=read["sensitivity"],
         sigma=pl.read_parquet(sigma_path) if sigma_path.exists() else None,
         pilot=pilot, pilot_outcomes=pilot_outcomes, mde=mde, mde_source=mde_source,
-        primary=design.primary_by_tier, ticks=read["ticks"])
+        primary=design.primary_by_tier, ticks=read["ticks"], tiers=TIERS)
     if facts is not None:
         data.not_estimable = not_estimable_note(facts, data)
     inputs += [str(p) for p in (sigma_path, log) if p.exists()] + pilot_inputs
