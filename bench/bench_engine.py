@@ -14,11 +14,14 @@ the measured process (the machine is shared: wall time would measure the other j
   and imports cancel). PAMS runs in its own uv environment (it needs numpy < 2).
 - --against REF: the protocol market on the engine at git revision REF (default: 92ab1d5, the
   merge of the profile-led speed-up) against this tree, each in its own process, alternately;
+- N-scaling: N = 10,000 traders against N = 100 with activity scaled by 100/N
+  (`decision_interval` 20 N/100, the same order flow: protocol §5.4's large populations), each
+  in its own process, alternately (bench_scaling.py gives the whole series);
 - whole process: `ma run config/baseline.yaml` against `python -c "import numpy, polars,
   pydantic, yaml"` (the import floor no run can go below).
 
     .venv/bin/python bench/bench_engine.py [--repeats 7] [--no-pams] [--callgrind]
-                                           [--against REF | --no-against]
+                                           [--against REF | --no-against] [--no-scaling]
 """
 
 from __future__ import annotations
@@ -194,6 +197,22 @@ def against(ref: str, repeats: int, callgrind: bool) -> None:
                   f"here; ratio {i_old / i_new:.2f}x")
 
 
+def scaling(repeats: int, large: int = 10000) -> None:
+    """N = ``large`` against N = 100 with activity scaled by 100/N, alternately, 3 rounds."""
+    med = statistics.median
+    cpu: dict[int, list[float]] = {100: [], large: []}
+    for _ in range(3):
+        for n in cpu:
+            r = run_json(ENGINE_RUNS + [str(repeats), "--warmup",
+                                        "--set", f"population.n_traders={n}",
+                                        "--set", f"simulation.decision_interval={20 * n // 100}"])
+            cpu[n] += r["cpu"]
+    ratio = med(cpu[large]) / med(cpu[100])
+    print(f"N-scaling, activity scaled by 100/N: N = 100 median {med(cpu[100]) * 1e3:.1f} CPU "
+          f"ms/run, N = {large:,} {med(cpu[large]) * 1e3:.1f}; ratio {ratio:.2f}x "
+          f"(target <= 2x; {len(cpu[100])} runs each)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=7)
@@ -203,6 +222,7 @@ def main() -> None:
     parser.add_argument("--against", default=BEFORE_SPEEDUP, metavar="REF",
                         help=f"git revision to compare the engine with (default {BEFORE_SPEEDUP})")
     parser.add_argument("--no-against", action="store_true")
+    parser.add_argument("--no-scaling", action="store_true")
     args = parser.parse_args()
     med = statistics.median
 
@@ -216,6 +236,8 @@ def main() -> None:
     print(f"message floor: one order sent, rested and expired costs {floor * 1e6:.2f} us")
     if not args.no_against:
         against(args.against, args.repeats, args.callgrind)
+    if not args.no_scaling:
+        scaling(args.repeats)
 
     with tempfile.TemporaryDirectory() as tmp:
         floor_s = [timed_s([sys.executable, "-c", "import numpy, polars, pydantic, yaml"])

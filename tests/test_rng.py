@@ -32,3 +32,23 @@ def test_a_stream_does_not_depend_on_others_being_used():
 def test_seed_range(seed):
     with pytest.raises(ValueError, match="out of range"):
         Streams(seed)
+
+
+NAMES = [("agent", s) for s in (0, 1, 2, 7, 99, 9999, 123456)] + [
+    ("fundamentals",), ("activation",), ("slots", "types"), ("mock_llm", 3, "x")]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 2**31, 2**32 - 1])
+def test_batched_generators_are_the_named_streams(seed):
+    # Streams.generators computes numpy's SeedSequence for many names at once: the same
+    # PCG64 state, so the same draws, as one generator(*name) at a time.
+    s = Streams(seed)
+    for name, batched in zip(NAMES, s.generators(NAMES), strict=True):
+        one = s.generator(*name)
+        assert batched.bit_generator.state == one.bit_generator.state, name
+        assert np.array_equal(batched.random(3), one.random(3))
+        assert batched.integers(0, 10**9) == one.integers(0, 10**9)
+    slots = [5, 3, 40]
+    assert [g.bit_generator.state for g in s.agents(slots)] == [
+        s.agent(i).bit_generator.state for i in slots]
+    assert s.generators([]) == []

@@ -9,13 +9,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from market_agents.agents.classical import CLASSICAL
 from market_agents.config import Config, load_config
 from market_agents.llm.client import LLMClient
 from market_agents.llm.pricing import load_prices
 from market_agents.market.types import AssetView, MarketView
+from market_agents.rng import Streams
 from market_agents.sim.rundir import CHECKLIST_FIELDS, TABLES
 from market_agents.sim.runner import run_to_dir
-from market_agents.sim.simulation import simulate
+from market_agents.sim.simulation import (
+    Run,
+    activation_ticks,
+    assign_population,
+    schedule,
+    simulate,
+)
 
 CONFIRMATORY = ["fundamentals.jump_prob=1.0", "fundamentals.jump_sigma=4.0",
                 "shocks=[{time: 300, kind: fundamental_jump, size: 10.0}, "
@@ -99,6 +107,45 @@ def test_slot_parity_when_one_slot_changes_type(baseline_path):
         for tick, who in zip(orders["tick"], orders["slot"], strict=True):
             if kinds[who] != "market_maker":
                 assert tick >= burn_in and (tick - burn_in - phase[who]) % interval == 0
+
+
+@pytest.mark.parametrize("sets", [
+    [], ["simulation.decision_interval=1"], ["simulation.decision_interval=7"],
+    ["population.n_traders=1000", "simulation.decision_interval=200"],
+    ["population.n_traders=400", "simulation.decision_interval=900", "simulation.burn_in=0"],
+    ["population.slot_types={7: statarb, 8: leveraged}", "population.llm_share=0.03"]])
+def test_schedule_is_every_slot_at_its_activation_ticks(baseline_path, sets):
+    cfg = load_config(baseline_path, sets)
+    for seed in (1, 2):
+        population = assign_population(cfg, Streams(seed))
+        want: dict[int, list[int]] = {}
+        for slot, kind in enumerate(population.types):  # ascending slot order per tick
+            if kind != "market_maker":
+                for t in activation_ticks(cfg, population.phases[slot]):
+                    want.setdefault(t, []).append(slot)
+        got = schedule(cfg, population)
+        assert got == want
+        assert all(type(t) is int and all(type(s) is int for s in got[t]) for t in got)
+
+
+def test_only_slots_that_act_get_a_trader_with_its_own_draws(baseline_path):
+    # With decision_interval beyond the run (the large populations of protocol §5.4) most
+    # slots never decide: they get an account but no trader, and every trader that is built
+    # holds the parameters its named stream gives it alone.
+    cfg = load_config(baseline_path, ["population.n_traders=1000",
+                                      "simulation.decision_interval=1000"])
+    run = Run(cfg, 3, progress=False)
+    acting = {s for s, kind in enumerate(run.population.types)
+              if kind == "market_maker" or activation_ticks(cfg, run.population.phases[s])}
+    assert set(run.traders) == acting and len(acting) < 700
+    assert len(run.ex.accounts) == 1000
+    for slot in sorted(acting)[5:40]:
+        kind = run.population.types[slot]
+        extra = (cfg.fundamentals.news_interval,) if kind == "fundamentalist" else ()
+        alone = CLASSICAL[kind](slot, Streams(3).agent(slot), *extra)
+        built = {k: v for k, v in vars(run.traders[slot]).items() if k != "rng"}
+        assert built == {k: v for k, v in vars(alone).items() if k != "rng"}
+        assert run.traders[slot].rng.random() == alone.rng.random()
 
 
 def test_every_trader_decides_27_or_28_times(baseline_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from market_agents.config import ExchangeConfig
@@ -164,11 +165,20 @@ class Exchange:
         """Open the account of ``slot`` with ``cash`` (currency units) and ``shares`` of each
         asset; ``leverage`` > 1 may borrow cash and sell short up to that multiple of equity.
         """
-        acct = Account(slot, kind, is_llm, self.to_ticks(cash) if cash > 0 else 0,
-                       [shares] * self.n_assets, leverage,
-                       committed_sell=[0] * self.n_assets, committed_buy=[0] * self.n_assets)
-        self.accounts[slot] = acct
-        return acct
+        self.open_accounts([(slot, kind, is_llm, cash, shares, leverage)])
+        return self.accounts[slot]
+
+    def open_accounts(self, rows: Iterable[tuple[int, str, bool, float, int, float]]) -> None:
+        """:meth:`open_account` for each ``(slot, kind, is_llm, cash, shares, leverage)`` row,
+        in order, each opening cash converted to ticks once (a population of 10,000 slots
+        opens a handful of different accounts)."""
+        n, accounts, in_ticks = self.n_assets, self.accounts, {}
+        for slot, kind, is_llm, cash, shares, leverage in rows:
+            ticks = in_ticks.get(cash)
+            if ticks is None:
+                ticks = in_ticks[cash] = self.to_ticks(cash) if cash > 0 else 0
+            accounts[slot] = Account(slot, kind, is_llm, ticks, [shares] * n, leverage, 0,
+                                     [0] * n, [0] * n)
 
     def seal(self) -> None:
         """Record the totals that must be conserved (after all accounts are open)."""

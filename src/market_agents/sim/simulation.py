@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ def assign_population(config: Config, streams: streams_mod.Streams) -> Populatio
         counts[i] += 1
     kinds = np.repeat(np.array(MIX_ORDER), counts)
     kinds = streams.generator(streams_mod.SLOTS, "types").permutation(kinds)
-    types = ["market_maker"] * n_mm + [str(k) for k in kinds]
+    types = ["market_maker"] * n_mm + kinds.tolist()
     for slot, kind in pop.slot_types.items():
         types[slot] = kind
     order = streams.generator(streams_mod.SLOTS, "llm").permutation(eligible)
@@ -82,6 +83,25 @@ def activation_ticks(config: Config, phase: int) -> range:
     return range(sim.burn_in + int(phase), sim.ticks, sim.decision_interval)
 
 
+def schedule(config: Config, population: Population) -> dict[int, list[int]]:
+    """Tick -> the slots that decide at it, in ascending slot order: every slot but the market
+    makers (who quote every tick; LLM slots are never makers) at its :func:`activation_ticks`.
+    """
+    sim = config.simulation
+    slots = np.array([s for s, kind in enumerate(population.types) if kind != "market_maker"],
+                     dtype=np.int64)
+    first = sim.burn_in + population.phases[slots].astype(np.int64)
+    counts = np.maximum(0, -((first - sim.ticks) // sim.decision_interval))  # len(range(...))
+    which = np.repeat(slots, counts)
+    k = np.arange(len(which)) - np.repeat(np.cumsum(counts) - counts, counts)
+    ticks = np.repeat(first, counts) + k * sim.decision_interval
+    order = np.lexsort((which, ticks))  # by tick, then by slot
+    ticks, which = ticks[order], which[order]
+    starts = np.flatnonzero(np.diff(ticks, prepend=-1)).tolist() + [len(ticks)]
+    at, slot_list = ticks.tolist(), which.tolist()
+    return {at[i]: slot_list[i:j] for i, j in pairwise(starts)}
+
+
 def opening_account(config: Config, kind: str, is_llm: bool) -> tuple[float, int]:
     """The cash (currency units) and shares a slot of classical type ``kind`` opens with:
     market makers their own endowment, classical leveraged traders borrowed cash and no shares
@@ -95,20 +115,42 @@ def opening_account(config: Config, kind: str, is_llm: bool) -> tuple[float, int
     return pop.initial_cash, pop.initial_shares
 
 
+def account_leverage(config: Config, kind: str, is_llm: bool) -> float:
+    """The leverage of a slot's account: the exchange's maximum for a classical leveraged
+    trader (:class:`LeveragedTrader`), 1 for every other slot."""
+    return config.exchange.max_leverage if kind == "leveraged" and not is_llm else 1.0
+
+
 def build_traders(config: Config, streams: streams_mod.Streams, population: Population,
                   ex: Exchange) -> dict[int, Trader]:
-    """One trader per slot: classical by type, or an LLM trader in an LLM slot.
+    """One account per slot, and a classical trader in every classical slot that acts in the
+    run: the market makers and each slot with at least one activation tick.
+
+    A trader draws its parameters from its private stream when it is built and only ever
+    uses the stream again in its own decisions, so a slot that never decides (most slots when
+    ``decision_interval`` exceeds the run, as in the large populations of protocol §5.4)
+    needs neither: it is left out, and every other slot's draws are the same.
 
     Returns:
-        Slot -> trader.
+        Slot -> trader, in slot order.
     """
-    pop = config.population
-    traders: dict[int, Trader] = {}
+    pop, sim = config.population, config.simulation
     llm = set(population.llm_slots)
-    for slot, kind in enumerate(population.types):
-        is_llm = slot in llm
-        rng = streams.agent(slot)
-        cash, shares = opening_account(config, kind, is_llm)
+    decides = (sim.burn_in + population.phases < sim.ticks).tolist()  # activation_ticks non-empty
+    # Every slot of a kind opens the same account; a row is made as it is opened, so that no
+    # list of 10,000 rows stays alive (long-lived objects are what the cyclic GC scans).
+    terms = {(kind, is_llm): ("llm" if is_llm else kind, is_llm,
+                              *opening_account(config, kind, is_llm),
+                              account_leverage(config, kind, is_llm))
+             for kind in set(population.types) for is_llm in (False, True)}
+    types = population.types
+    ex.open_accounts((slot, *terms[kind, slot in llm]) for slot, kind in enumerate(types))
+    acting = [slot for slot, kind in enumerate(types)
+              if slot not in llm and (kind == "market_maker" or decides[slot])]
+    ex.seal()
+    traders: dict[int, Trader] = {}
+    for slot, rng in zip(acting, streams.agents(acting), strict=True):
+        kind = population.types[slot]
         if kind == "market_maker":
             trader: Trader = MarketMaker(slot, rng, pop.mm_initial_shares)
         elif kind == "leveraged":
@@ -117,11 +159,7 @@ def build_traders(config: Config, streams: streams_mod.Streams, population: Popu
             trader = Fundamentalist(slot, rng, config.fundamentals.news_interval)
         else:
             trader = CLASSICAL[kind](slot, rng)
-        ex.open_account(slot, "llm" if is_llm else kind, is_llm, cash, shares,
-                        1.0 if is_llm else trader.leverage)
-        if not is_llm:
-            traders[slot] = trader
-    ex.seal()
+        traders[slot] = trader
     return traders
 
 
@@ -146,6 +184,7 @@ class Run:
         self.ex.hooks.append(self.margin)
         self.population = assign_population(config, self.streams)
         self.traders = build_traders(config, self.streams, self.population, self.ex)
+        self.llm_slots = frozenset(self.population.llm_slots)
         self.pool = None
         if self.population.llm_slots:
             # the LLM layer (asyncio, the providers, the cache) loads only for LLM slots
@@ -154,11 +193,7 @@ class Run:
             self.pool = LLMTraderPool(config, self.streams, list(self.population.llm_slots),
                                       cache_path, client=_free_route_client(config, cache_path),
                                       expected=expected, expected_from=expected_from)
-        self.schedule: dict[int, list[int]] = {}
-        for slot, kind in enumerate(self.population.types):  # ascending: slot order per tick
-            if kind != "market_maker":  # makers quote every tick; LLM slots are never makers
-                for t in activation_ticks(config, self.population.phases[slot]):
-                    self.schedule.setdefault(t, []).append(slot)
+        self.schedule = schedule(config, self.population)
         if self.pool is not None:
             self.pool.planned_decisions = sum(
                 len(activation_ticks(config, self.population.phases[s]))
@@ -236,7 +271,7 @@ class Run:
             due = self.schedule.get(t, [])
             public = self.snapshot(halted) if due else []  # most ticks of a sparse schedule
             views = {slot: self.view(slot, public) for slot in due}
-            llm_due = {s: v for s, v in views.items() if s not in self.traders}
+            llm_due = {s: v for s, v in views.items() if s in self.llm_slots}
             llm_actions = self.pool.decide(t, llm_due) if llm_due else {}
             for slot in due:
                 self.decisions[slot] += 1
@@ -262,18 +297,30 @@ class Run:
         ex = self.ex
         n_assets = self.config.fundamentals.n_assets
         tick = self.config.exchange.tick_size
-        agents = {k: [] for k in ("slot", "type", "is_llm", "phase", "cash", "shares",
-                                  "shares_1", "wealth", "n_decisions")}
-        for slot, acct in sorted(ex.accounts.items()):
-            agents["slot"].append(slot)
-            agents["type"].append(acct.kind)
-            agents["is_llm"].append(acct.is_llm)
-            agents["phase"].append(int(self.population.phases[slot]))
-            agents["cash"].append(round(acct.cash * tick, 2))
-            agents["shares"].append(acct.shares[0])
-            agents["shares_1"].append(acct.shares[1] if n_assets > 1 else None)
-            agents["wealth"].append(round(ex.equity(acct) * tick, 4))
-            agents["n_decisions"].append(self.decisions[slot])
+        # A column at a time, each rounding done once per distinct value: one row per slot
+        # (10,000 in the large populations of §5.4), most of them still at their opening.
+        slots = sorted(ex.accounts)
+        accts = [ex.accounts[s] for s in slots]
+        phases = self.population.phases.tolist()
+        cash = {c: round(c * tick, 2) for c in {a.cash for a in accts}}
+        if n_assets == 1:  # ex.equity(acct) without a call: the same operations in order
+            mid = ex.mid[0] / tick
+            worth = {(c, s): round((c + (0.0 + s * mid)) * tick, 4)
+                     for c, s in {(a.cash, a.shares[0]) for a in accts}}
+            wealth = [worth[a.cash, a.shares[0]] for a in accts]
+        else:
+            wealth = [round(ex.equity(a) * tick, 4) for a in accts]
+        agents = {
+            "slot": slots,
+            "type": [a.kind for a in accts],
+            "is_llm": [a.is_llm for a in accts],
+            "phase": [phases[s] for s in slots],
+            "cash": [cash[a.cash] for a in accts],
+            "shares": [a.shares[0] for a in accts],
+            "shares_1": [a.shares[1] for a in accts] if n_assets > 1 else [None] * len(accts),
+            "wealth": wealth,
+            "n_decisions": [self.decisions[s] for s in slots],
+        }
         tables = {
             "ticks": frame(rows, SCHEMAS["ticks"]),
             "trades": frame(ex.trade_rows, SCHEMAS["trades"]),
