@@ -1,5 +1,6 @@
 # Bazaar (the dealer-market environment): scripted anchors, the exploit pass and LLM evaluations
 # through the shared LLM layer. Mock evaluations are free; a live provider takes the api resource.
+# The provider wildcard is every kind a provider class serves (market_agents.provider_kinds).
 
 
 rule bazaar_anchors:
@@ -24,7 +25,7 @@ rule bazaar_exploits:
 
 rule bazaar_eval:
     wildcard_constraints:
-        provider=r"mock|openai|anthropic|openai_compatible",
+        provider=W.bazaar_providers,
         model=r"[A-Za-z0-9._-]+",
     output:
         summary=W.bazaar_file("eval", "{provider}", "{model}", "{bz_tier}", "summary.json"),

@@ -39,6 +39,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "config_llm": (*ENGINE, *ABOVE_ENGINE, "llm", "config", "bazaar", "inputs", "prices",
                    "atomic", "rng"),
     "prices": (*ENGINE, *ABOVE_ENGINE, "llm", "config", "bazaar", "atomic", "rng"),
+    # the provider registry: below the config, the price table and the LLM layer
+    "provider_kinds": ("*",),
 }
 # Bazaar's engine also stands apart from the LLM layer (llm_eval.py is its bridge).
 BAZAAR_ENGINE = ("engine", "policies", "anchors", "exploits", "parser", "scenario", "tiers",

@@ -21,6 +21,10 @@ checks it)::
     prices.py          the price table and the cost of a call; with config_llm.py below both
                        config.py and llm/ (which names them), so a classical run loads no
                        module of llm/
+    provider_kinds.py  the provider registry: one registration per provider kind (its class's
+                       import path, structured-output modes, default settings, price-table key);
+                       the config, the price table, llm/ and Bazaar ask it; imports nothing
+                       from the package
     inputs.py          reading what users give: UTF-8 text files, strict YAML (no duplicate
                        keys, size and alias limits), the environment switches of `ma`; imports
                        only errors.py

@@ -21,20 +21,19 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from market_agents import provider_kinds
 from market_agents.core import Strict
+from market_agents.provider_kinds import DEFAULT_MODE as DEFAULT_MODE
+from market_agents.provider_kinds import FREE_KINDS as FREE_KINDS
+from market_agents.provider_kinds import KIND_MODES as KIND_MODES
+from market_agents.provider_kinds import KINDS as KINDS
+from market_agents.provider_kinds import MODES as MODES
 
-KINDS = ("mock", "openai", "anthropic", "openai_compatible", "library")
-FREE_KINDS = ("mock", "library")  # answer without a paid call: no key, no budget
-# Structured-output modes (how the answer schema is sent: llm/structured.py), the default, and
-# the modes each provider kind can send (the mock answers any request the same way).
-MODES = ("json_schema", "json_object_schema", "grammar", "none")
-DEFAULT_MODE = "json_schema"
-KIND_MODES = {
-    "openai": ("json_schema", "none"),
-    "anthropic": ("json_schema", "none"),
-    "openai_compatible": MODES,
-    "mock": MODES,
-}
+# The provider kinds, the free ones, the structured-output modes (how the answer schema is sent:
+# llm/structured.py), the default mode and the modes each kind can send are declared once per
+# provider in provider_kinds.py (the registry) and named here: KINDS, FREE_KINDS, MODES,
+# DEFAULT_MODE, KIND_MODES (views read from the registry at each use).
+
 # The prompt revisions a config may name and the default: the names of llm/prompting.py's
 # REVISIONS and its PROMPT_VERSION (that file is frozen, hashed into the freeze, so it keeps its
 # own copy; tests/test_config.py checks the two agree).
@@ -45,7 +44,8 @@ PROMPT_REVISIONS = ("v1", "v2")
 class ProviderSettings(Strict):
     """Per-route settings. Keys are never stored here: ``api_key_env`` names the variable."""
 
-    kind: Literal["mock", "openai", "anthropic", "openai_compatible"] | None = None
+    kind: str | None = Field(default=None, description="the route's provider kind: one "
+                             "a provider class serves (provider_kinds.py)")
     base_url: str | None = None
     api_key_env: str | None = None
     usd_cap: float | None = Field(default=None, ge=0, description="per-provider cap per run")
@@ -67,6 +67,14 @@ class ProviderSettings(Strict):
     latency_s: float = Field(default=0.0, ge=0, le=10, description="mock only: simulated "
                              "latency per call (real providers answer in seconds)")
     invalid_rate: float = Field(default=0.05, ge=0, le=1, description="mock only")
+
+    @field_validator("kind")
+    @classmethod
+    def _declared(cls, v: str | None) -> str | None:
+        served = provider_kinds.served()  # the kinds a provider class serves
+        if v is not None and v not in served:
+            raise ValueError(f"unknown provider kind {v!r}; known: {served}")
+        return v
 
 
 class TokenProfile(Strict):
@@ -136,17 +144,17 @@ class LLMConfig(Strict):
         for route in self.providers:
             if route not in self.provider_mix:
                 self.kind(route)
-            mode = self.providers[route].structured_output
-            if mode is not None and self.kind(route) in KIND_MODES \
-                    and mode not in KIND_MODES[self.kind(route)]:
+            mode = self.settings(route).structured_output
+            modes = KIND_MODES[self.kind(route)]
+            if mode is not None and mode not in modes:
                 raise ValueError(f"providers.{route}.structured_output: {mode!r} is not sent by "
-                                 f"kind {self.kind(route)!r}; use one of "
-                                 f"{list(KIND_MODES[self.kind(route)])}")
+                                 f"kind {self.kind(route)!r}; use one of {list(modes)}")
         for route, settings in self.providers.items():
-            if settings.free and self.kind(route) != "openai_compatible":
-                raise ValueError(f"providers.{route}.free: only an openai_compatible route (a "
-                                 f"server you run) can be declared free; {route!r} is kind "
-                                 f"{self.kind(route)!r}, priced from the price table")
+            if settings.free and not provider_kinds.get(self.kind(route)).may_be_free:
+                allowed = [k.name for k in provider_kinds.declared() if k.may_be_free]
+                raise ValueError(f"providers.{route}.free: only an {' or '.join(allowed)} "
+                                 f"route (a server you run) can be declared free; {route!r} "
+                                 f"is kind {self.kind(route)!r}, priced from the price table")
         free = self.free_models()
         for route in self.routes():
             if not self.settings(route).free:
@@ -200,8 +208,17 @@ class LLMConfig(Strict):
                 for model in self.model_ids(route)}
 
     def settings(self, route: str) -> ProviderSettings:
-        """The route's provider settings (defaults when it declares none)."""
-        return self.providers.get(route) or ProviderSettings()
+        """The route's provider settings: what it declares, over its kind's declared defaults
+        (``ProviderKind.defaults``), over the field defaults."""
+        own = self.providers.get(route)
+        try:
+            defaults = provider_kinds.get(self.kind(route)).defaults
+        except (KeyError, ValueError):
+            defaults = {}
+        if not defaults:
+            return own or ProviderSettings()
+        given = own.model_dump(exclude_unset=True) if own is not None else {}
+        return ProviderSettings.model_validate({**defaults, **given})
 
     def structured_output(self, route: str) -> str:
         """The route's structured-output mode (one of :data:`MODES`)."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
+from market_agents import provider_kinds
 from market_agents.core import Strict, sha256_file, validation_message
 from market_agents.errors import ConfigError
 from market_agents.inputs import read_yaml
@@ -31,6 +32,8 @@ PRICES_ENV = "MARKET_AGENTS_PRICES"
 class ModelPrice(Strict):
     """One model's row of ``config/prices.yaml``: USD per ``per_tokens`` input, cached-input
     and output tokens, the cache-write multiplier, with the date and source of the price.
+    ``provider`` is a price-table key a provider's registration declares
+    (``provider_kinds.ProviderKind.price_key``).
     """
 
     provider: str
@@ -40,6 +43,14 @@ class ModelPrice(Strict):
     cache_write_multiplier: float = Field(default=1.0, ge=0)
     date: str
     source: str = Field(min_length=3)
+
+    @field_validator("provider")
+    @classmethod
+    def _declared(cls, v: str) -> str:
+        if v not in provider_kinds.price_keys():
+            raise ValueError(f"unknown provider {v!r}: a row names the price-table key of a "
+                             f"declared provider kind ({', '.join(provider_kinds.price_keys())})")
+        return v
 
     @field_validator("date")
     @classmethod
@@ -96,11 +107,14 @@ class PriceTable(Strict):
         return {m: self.price(m).model_dump() | {"per_tokens": self.per_tokens}
                 for m in sorted(set(models))}
 
-    def with_free(self, free: Mapping[str, str]) -> PriceTable:
+    def with_free(self, free: Mapping[str, str],
+                  keys: Mapping[str, str] | None = None) -> PriceTable:
         """This table with a zero row for each model of a route declared free.
 
         Args:
             free: model id -> the route that declared it free (``LLMConfig.free_models``).
+            keys: route -> the price-table key of its kind (``run_prices`` passes them);
+                a route left out takes the key of the first kind that may be declared free.
 
         Returns:
             A copy whose rows for those models cost 0 USD and name the declaration as their
@@ -110,7 +124,9 @@ class PriceTable(Strict):
         if not free:
             return self
         date = max((r.date for r in self.models.values()), default="1970-01-01")
-        rows = {m: ModelPrice(provider="openai_compatible", input=0.0, cached_input=0.0,
+        keys = keys or {}
+        default = next(k.price_key for k in provider_kinds.declared() if k.may_be_free)
+        rows = {m: ModelPrice(provider=keys.get(route, default), input=0.0, cached_input=0.0,
                               output=0.0, date=date,
                               source=f"declared free: population.llm.providers.{route}.free "
                                      "(0 USD, not from the price table)")
@@ -177,7 +193,9 @@ def run_prices(llm: LLMConfig) -> PriceTable:
     Raises:
         ConfigError: a missing or malformed table.
     """
-    return load_prices().with_free(llm.free_models())
+    free = llm.free_models()
+    keys = {route: provider_kinds.get(llm.kind(route)).price_key for route in set(free.values())}
+    return load_prices().with_free(free, {r: k for r, k in keys.items() if k is not None})
 
 
 def cost(model: str, usage: Usage, table: PriceTable | None = None) -> float:

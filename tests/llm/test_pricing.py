@@ -37,11 +37,11 @@ def test_cached_and_cache_write_tokens_are_priced_apart():
 
 @pytest.mark.parametrize("body,match", [
     ("currency: EUR\nper_tokens: 1000000\nmodels: {}\n", "currency"),
-    ("currency: USD\nper_tokens: 1000000\nmodels:\n  m: {provider: x, input: -1, "
+    ("currency: USD\nper_tokens: 1000000\nmodels:\n  m: {provider: openai, input: -1, "
      "cached_input: 0, output: 1, date: '2026-01-01', source: abc}\n", "models.m.input"),
-    ("currency: USD\nper_tokens: 1000000\nmodels:\n  m: {provider: x, input: 1, "
+    ("currency: USD\nper_tokens: 1000000\nmodels:\n  m: {provider: openai, input: 1, "
      "cached_input: 0, output: 1, date: 'yesterday', source: abc}\n", "models.m.date"),
-    ("currency: USD\nper_tokens: 1000000\nmodels:\n  m: {provider: x, input: 1, "
+    ("currency: USD\nper_tokens: 1000000\nmodels:\n  m: {provider: openai, input: 1, "
      "cached_input: 0, output: 1, source: abc}\n", "models.m.date"),
     ("[unclosed\n", "malformed YAML"),
 ])

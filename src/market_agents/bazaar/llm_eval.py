@@ -22,6 +22,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from market_agents import provider_kinds
 from market_agents.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
 from market_agents.bazaar import mock_agent
 from market_agents.bazaar.anchors import HONEST_ANCHOR, run_policy
@@ -43,14 +44,16 @@ def register_eval(bsub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """
     e = bsub.add_parser(
         "eval",
-        help="play episodes with an LLM provider (mock, openai, anthropic, openai_compatible)",
+        help=f"play episodes with an LLM provider ({', '.join(provider_kinds.served())})",
         description="Play SEEDS episodes of TIER with one model through the shared LLM layer "
         "(cache, pricing, USD cap) and write transcripts.jsonl, scores.parquet and summary.json "
         "to OUT. A cached run replays with zero calls.",
     )
     e.add_argument("--tier", required=True, help="tier name")
-    e.add_argument("--provider", required=True,
-                   help="mock, openai, anthropic or openai_compatible")
+    e.add_argument("--provider", required=True, metavar="|".join(provider_kinds.served()),
+                   help="the provider kind (provider_kinds.py): "
+                   + "; ".join(f"{k.name}: {k.summary}" for k in provider_kinds.declared()
+                               if k.provider is not None))
     e.add_argument("--model", default=None, help="model id (priced in config/prices.yaml); "
                    "default mock-trader for the mock")
     e.add_argument("--seeds", type=int, default=20, help="episodes (default 20)")
@@ -93,6 +96,9 @@ def cmd_eval(args: argparse.Namespace,
         raise ConfigError(f"--timeout must be > 0 seconds, got {args.timeout}")
     if args.max_output_tokens < 16:
         raise ConfigError(f"--max-output-tokens must be >= 16, got {args.max_output_tokens}")
+    if args.provider not in provider_kinds.served():
+        raise ConfigError(f"--provider: provider {args.provider!r} is unknown; use one of "
+                          f"{provider_kinds.served()}")
     model = args.model or ("mock-trader" if args.provider == "mock" else None)
     if model is None:
         raise ConfigError(f"--model is required for provider {args.provider!r}")

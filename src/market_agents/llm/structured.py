@@ -26,26 +26,38 @@ import json
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
-# The modes, the default and the modes of each kind are declared with the config's provider
-# settings (they validate providers.<route>.structured_output); named here for the providers.
-from market_agents.config_llm import DEFAULT_MODE as DEFAULT_MODE
-from market_agents.config_llm import KIND_MODES as KIND_MODES
-from market_agents.config_llm import MODES as MODES
+# The modes, the default and the modes of each kind are declared with each provider's
+# registration (provider_kinds.py; the config validates providers.<route>.structured_output
+# against them); named here for the providers.
+from market_agents.llm.providers.registry import provider_class
 from market_agents.llm.schema import RANGE_KEYWORDS, without
 from market_agents.llm.types import LLMRequest, Message
+from market_agents.provider_kinds import DEFAULT_MODE as DEFAULT_MODE
+from market_agents.provider_kinds import KIND_MODES as KIND_MODES
+from market_agents.provider_kinds import MODES as MODES
+from market_agents.provider_kinds import served
 
-# Schema keywords each (kind, mode) rejects; everything else goes on the wire.
-REJECTED: dict[tuple[str, str], frozenset[str]] = {
-    ("anthropic", "json_schema"): RANGE_KEYWORDS,
-    ("openai", "json_schema"): frozenset({"minLength", "maxLength"}),
-}
 _NONE_INSTRUCTION = ("Reply with one JSON object and nothing else (no prose, no code fence), "
                      "matching this JSON schema: ")
 
 
+def rejected(kind: str, mode: str) -> frozenset[str]:
+    """Schema keywords a provider of ``kind`` rejects in ``mode``: what its class declares
+    (``Provider.rejected``)."""
+    return frozenset(provider_class(kind).rejected.get(mode, ()))
+
+
+def __getattr__(name: str) -> Any:
+    if name == "REJECTED":  # (kind, mode) -> rejected keywords, from the provider classes
+        return {(kind, mode): r for kind in served()
+                for mode, r in provider_class(kind).rejected.items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def wire_schema(kind: str, mode: str, schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema as sent to a provider of ``kind`` in ``mode``."""
-    return without(schema, REJECTED.get((kind, mode), frozenset()))
+    """The schema as sent to a provider of ``kind`` in ``mode`` (the keywords it rejects
+    dropped)."""
+    return without(schema, rejected(kind, mode))
 
 
 def messages(request: LLMRequest) -> tuple[Message, ...]:

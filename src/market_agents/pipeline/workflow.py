@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from market_agents import layout
+from market_agents import layout, provider_kinds
 from market_agents.config import config_hash
 from market_agents.errors import ConfigError
 from market_agents.pipeline.workflow_config import WorkflowConfig, validate_workflow_config
@@ -457,6 +457,12 @@ class Workflow:
 
         return sorted(TIERS)
 
+    @property
+    def bazaar_providers(self) -> str:
+        """The ``bazaar_eval`` rule's ``provider`` wildcard: every kind a provider class serves
+        (``provider_kinds.served``), as a regular expression."""
+        return "|".join(provider_kinds.served())
+
     @staticmethod
     def bazaar_file(*parts: str) -> str:
         """A file (or folder) under Bazaar's results, ``layout.bazaar_dir() / parts``; with
@@ -474,11 +480,12 @@ class Workflow:
 
     def bazaar_usd_cap(self, wildcards: Any) -> str:
         """Live evaluations need a USD cap: the workflow config's bazaar_usd_cap."""
-        return "" if wildcards.provider == "mock" else f"--usd-cap {self.config.bazaar_usd_cap}"
+        free = provider_kinds.get(wildcards.provider).free
+        return "" if free else f"--usd-cap {self.config.bazaar_usd_cap}"
 
     def bazaar_api(self, wildcards: Any) -> int:
         """A live evaluation takes the api resource (live calls are serialized)."""
-        return 0 if wildcards.provider == "mock" else 1
+        return 0 if provider_kinds.get(wildcards.provider).free else 1
 
 
 def _rst_text(text: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from market_agents.llm import structured
 from market_agents.llm.config import ProviderSettings
 from market_agents.llm.providers.base import SDKProvider, split_system
+from market_agents.llm.schema import RANGE_KEYWORDS
 from market_agents.llm.types import LLMRequest, LLMResponse, Usage
 
 # Models that reject ``effort`` (it arrived with Opus 4.5); newer ids are assumed to take it.
@@ -27,6 +28,7 @@ class AnthropicProvider(SDKProvider):
     """
 
     kind = "anthropic"
+    rejected = {"json_schema": RANGE_KEYWORDS}  # numeric and length bounds
 
     def __init__(self, route: str, settings: ProviderSettings, key: str | None, url: str | None):
         super().__init__(route)

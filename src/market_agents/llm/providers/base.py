@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from market_agents.llm.types import LLMRequest, LLMResponse, Message
@@ -52,11 +52,20 @@ class Provider(abc.ABC):
     changes hands.
     """
 
-    kind: str = ""
+    kind: str = ""  # the kind its registration in provider_kinds.py declares
     live: bool = True  # False: no money changes hands (the mock)
+    # Schema keywords the provider rejects, per structured-output mode (structured.wire_schema
+    # drops them; everything else goes on the wire).
+    rejected: Mapping[str, frozenset[str]] = {}
 
     def __init__(self, route: str):
         self.route = route
+
+    @classmethod
+    def build(cls, route: str, settings: Any, key: str | None, url: str | None) -> Provider:
+        """The provider of one route, from its settings, key and base URL (what
+        ``registry.make_provider`` passes every kind); a class that takes fewer overrides it."""
+        return cls(route, settings, key, url)  # type: ignore[call-arg]
 
     @abc.abstractmethod
     async def complete(self, request: LLMRequest) -> LLMResponse:

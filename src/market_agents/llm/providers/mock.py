@@ -111,6 +111,12 @@ class MockProvider(Provider):
         self.latency_s = settings.latency_s
         self.invalid_rate = settings.invalid_rate
 
+    @classmethod
+    def build(cls, route: str, settings: ProviderSettings, key: str | None,
+              url: str | None) -> MockProvider:
+        """The mock of one route (no key, no server)."""
+        return cls(route, settings)
+
     def answer(self, request: LLMRequest) -> tuple[str, Usage]:
         """The mock's answer text and synthetic usage for ``request`` (no waiting)."""
         rng = request_rng(request)

@@ -16,6 +16,7 @@ class OpenAIProvider(SDKProvider):
     """
 
     kind = "openai"
+    rejected = {"json_schema": frozenset({"minLength", "maxLength"})}  # strict mode's lengths
 
     def __init__(self, route: str, settings: ProviderSettings, key: str | None, url: str | None):
         super().__init__(route)
