@@ -19,8 +19,13 @@ SLOTS = "slots"
 MOCK_LLM = "mock_llm"
 
 
+def _key_bytes(name: tuple[str | int, ...]) -> bytes:
+    """The 16 bytes of a stream's spawn key: the first half of sha256 of its path."""
+    return hashlib.sha256("/".join(str(p) for p in name).encode()).digest()[:16]
+
+
 def _key(name: tuple[str | int, ...]) -> tuple[int, ...]:
-    digest = hashlib.sha256("/".join(str(p) for p in name).encode()).digest()
+    digest = _key_bytes(name)
     return tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))
 
 
@@ -35,9 +40,9 @@ _M32, _SHIFT = 0xFFFFFFFF, np.uint32(16)
 def _seed_words(seed: int, names: Sequence[tuple[str | int, ...]]) -> np.ndarray:
     """``SeedSequence(entropy=seed, spawn_key=_key(name)).generate_state(4, np.uint64)`` for
     every name, shape ``(len(names), 4)``: what ``PCG64`` seeds itself with."""
-    digests = b"".join(hashlib.sha256("/".join(str(p) for p in name).encode()).digest()[:16]
-                       for name in names)
-    keys = np.frombuffer(digests, dtype="<u4").reshape(len(names), 4).astype(np.uint32)
+    # the same spawn keys as _key, read as little-endian words in one go
+    keys = np.frombuffer(b"".join(map(_key_bytes, names)), dtype="<u4").reshape(
+        len(names), 4).astype(np.uint32)
     # the assembled entropy: the seed (one word, padded to the pool size), then the spawn key
     entropy = [np.full(len(names), seed, np.uint32)] + [np.zeros(len(names), np.uint32)] * 3
     entropy += [keys[:, i] for i in range(4)]
