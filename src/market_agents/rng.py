@@ -17,6 +17,7 @@ FUNDAMENTALS = "fundamentals"
 ACTIVATION = "activation"
 SLOTS = "slots"
 MOCK_LLM = "mock_llm"
+TRADING_ACTIVITY = "trading_activity"  # the noise traders' common activity A_t
 
 
 def _key_bytes(name: tuple[str | int, ...]) -> bytes:

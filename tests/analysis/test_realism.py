@@ -248,3 +248,23 @@ def test_ljung_box_over_rejects_an_unpredictable_market_whose_news_dominates():
     news_heavy, trading_heavy = rate(0.0005), rate(0.004)
     assert news_heavy > 0.08
     assert trading_heavy < news_heavy
+
+
+def test_the_value_null_is_a_market_priced_at_the_public_value():
+    """A hidden jump of V waits for the next release: a market priced at V^pub on every tick
+    is 'beyond 5 % of V' on the ticks a large hidden jump waits, and the report says how
+    often, beside the market's own share."""
+    n = 400
+    value = np.full(n, 100.0)
+    value[105:] = 90.0  # a -10 % jump at tick 105, released at 110
+    public = np.where(np.arange(n) < 110, 100.0, 90.0)
+    mid = public.copy()
+    facts = stylized.run_facts(mid, value, np.ones(n), 0, [], public=public)
+    assert facts["value_null_mispricing"]["share_beyond"] == pytest.approx(5 / n)
+    assert facts["mispricing"]["share_beyond"] == pytest.approx(5 / n)  # priced at V^pub
+    lagging = mid.copy()
+    lagging[110:130] = 100.0  # a market that leaves the release 20 ticks unpriced
+    facts = stylized.run_facts(lagging, value, np.ones(n), 0, [], public=public)
+    row = stylized.report([facts], ticks=n)["values"]
+    assert row["value_null_mispriced_share_worst"] == pytest.approx(5 / n)
+    assert row["mispriced_share_worst"] == pytest.approx(25 / n)

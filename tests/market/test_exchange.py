@@ -51,6 +51,22 @@ def test_market_order_does_not_rest():
     assert ex.books[0].best(BUY) is None
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 12), st.integers(1, 20), st.sampled_from([BUY, SELL]))
+def test_an_ioc_limit_trades_what_it_can_and_never_rests(depth, qty, side):
+    # ttl=0: immediate-or-cancel (issue 23: remainders of aggressive orders that rested a
+    # tick inside the makers' spread made the mid bounce)
+    ex = make()
+    if depth:
+        ex.submit(0, Order(-side, depth, 100.0))
+    ex.submit(1, Order(side, qty, 100.0, ttl=0))
+    assert sum(t[1] for t in trades(ex)) == min(depth, qty)
+    assert ex.accounts[1].open_orders == {}
+    assert ex.accounts[1].committed_cash == 0 and ex.accounts[1].committed_sell[0] == 0
+    assert ex.books[0].size_at(side, ex.to_ticks(100.0)) == 0
+    assert ex.conservation_ok()
+
+
 def test_cancel_and_expiry():
     ex = make(order_ttl=5)
     ex.submit(0, Order(BUY, 1, 99.0))

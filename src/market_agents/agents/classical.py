@@ -38,6 +38,14 @@ class MarketMaker(Trader):
     that started it — volatility clustering at lags of tens of ticks (Cont 2001, fact 8).
     The 20-tick window it replaced fell off a cliff 20 ticks after a large move and left
     acf(|r|) at zero by lag 50 (issue 23).
+
+    On a news release it also picks off the orders left standing at the old price: an
+    immediate-or-cancel order for ``SNIPE`` x its quote size on the side of the news, limited
+    at its own new quote on that side, so it takes only the orders now beyond its spread —
+    stale-quote sniping (Budish, Cramton & Shim 2015; Foucault, Kozhan & Tham 2017). Its
+    quotes alone (5–11 shares) left a large release to resting orders priced before it: a
+    −18 % release at V^pub ≈ 115 kept the mid at the old price, the makers then centred on
+    that mid, and it stayed 22 % above V^pub for 80 ticks (confirmatory base, 20,000 ticks).
     """
 
     kind = "market_maker"
@@ -49,6 +57,8 @@ class MarketMaker(Trader):
     # wide spread moved the mid more, which widened the spread again, and on the confirmatory
     # base 6 of 20 seeds of 20,000 ticks spiralled 19-69 % away from V^pub (issue 23).
     MAX_HALF_SPREAD = 0.005
+    SNIPE = 10  # size of its order against stale quotes at a release, in quote sizes
+    MAX_STEP = 2.0  # most the centre moves in a tick without news, in half-spreads
 
     def __init__(self, slot: int, rng: np.random.Generator, target_shares: int):
         super().__init__(slot, rng)
@@ -64,6 +74,8 @@ class MarketMaker(Trader):
         self.news_since_trade: dict[int, float] = {}
         self.variance: dict[int, float] = {}  # EWMA of squared mid log changes, per asset
         self.seen_mid: dict[int, float] = {}
+        self.seen_ref: dict[int, float] = {}  # the last centre before the inventory skew
+        self.seen_half: dict[int, float] = {}  # the last half-spread, a fraction of the centre
 
     def volatility(self, a: AssetView) -> float:
         """Update and return the EWMA estimate of the per-tick volatility of ``a``'s mid."""
@@ -96,12 +108,27 @@ class MarketMaker(Trader):
             self.news_since_trade[asset] = pending
             w = self.trade_weight
             ref = w * (last_price + pending) + (1 - w) * (ref_price(a) + news)
+            prev = self.seen_ref.get(asset)
+            if prev is not None:
+                # Without news the centre moves at most one quoted spread a tick: a mid that
+                # jumps further was made by a hole in the book (one order that took every
+                # quote on a side), not by a price.
+                step = self.MAX_STEP * self.seen_half[asset] * prev
+                ref = min(max(ref, prev + news - step), prev + news + step)
+            self.seen_ref[asset] = ref
             vol = self.volatility(a)
             skew = self.inventory_aversion * (a.shares - self.target) / self.size
             center = ref * (1.0 - skew)
-            half = center * min(self.half_spread + self.vol_mult * vol, self.MAX_HALF_SPREAD)
-            out.append(Order(BUY, self.size, round(center - half, 2), asset, ttl=1))
-            out.append(Order(SELL, self.size, round(center + half, 2), asset, ttl=1))
+            self.seen_half[asset] = min(self.half_spread + self.vol_mult * vol,
+                                        self.MAX_HALF_SPREAD)
+            half = center * self.seen_half[asset]
+            bid, ask = round(center - half, 2), round(center + half, 2)
+            out.append(Order(BUY, self.size, bid, asset, ttl=1))
+            out.append(Order(SELL, self.size, ask, asset, ttl=1))
+            if news > 0:  # stale offers below its new bid
+                out.append(Order(BUY, self.SNIPE * self.size, bid, asset, ttl=0))
+            elif news < 0:  # stale bids above its new offer
+                out.append(Order(SELL, self.SNIPE * self.size, ask, asset, ttl=0))
         return out
 
 
@@ -142,8 +169,10 @@ class Fundamentalist(Trader):
         super().__init__(slot, rng)
         self.news_interval = news_interval
         self.threshold = rng.uniform(0.0005, 0.003)
-        # κ: half the swing at a mispricing of 0.3–1.5 % (atanh(0.5) = 0.549).
-        self.kappa = 0.549 / rng.uniform(0.003, 0.015)
+        # κ: half the swing at a mispricing of 1–4 % (atanh(0.5) = 0.549). A sharper demand
+        # (half the swing at 0.3–1.5 %) pinned the price to V^pub within 0.13 % and reverted
+        # every trade between releases: a lag-1 bounce of the mid (issue 23).
+        self.kappa = 0.549 / rng.uniform(0.01, 0.04)
         self.max_qty = int(rng.integers(4, 12))  # shares per decision: positions built in steps
         self.h0: list[int] | None = None
 
@@ -174,15 +203,17 @@ class TrendFollower(Trader):
     between its decisions (weight λ per decision), and its desired holding is
     h* = h0·(1 + tanh(γ·m)): the saturating trend demand on an EMA of past returns of
     Majewski, Ciliberti & Bouchaud (2020), the chartists of Chiarella & Iori (2002). The
-    average spans 10–33 decisions (200–700 ticks) and a position is built 1–4 shares a
+    average spans 10–33 decisions (200–700 ticks) and a position is built 2–8 shares a
     decision, so it is opened and closed gradually: a look-back shorter than the 20-tick
     decision interval made each trend follower buy on a move and sell it back at its next
     decision (a reversal at lag 20, acf −0.17), and a fast average (0.2–0.5 a decision) with
     2–7 shares left momentum at lags 2–7 (the robust portmanteau rejected in 45–60 % of
     seeds). Trend horizons far longer than the trading interval are what Majewski, Ciliberti
     & Bouchaud (2020) estimate. Bounded in [0, 2·h0] like the fundamentalists', so the trend
-    followers together can never absorb more than the fundamentalists can supply. Marketable
-    limit orders slightly through the reference price.
+    followers together can never absorb more than the fundamentalists can supply. Its orders
+    are immediate-or-cancel limits slightly through the reference price: a remainder left
+    resting for a tick inside the market makers' spread moved the mid, and the next tick's
+    quotes moved it back (a lag-1 bounce, issue 23).
     """
 
     kind = "trend"
@@ -193,7 +224,7 @@ class TrendFollower(Trader):
         # γ: half the swing at an average change of 0.2–0.8 % per decision interval.
         self.gamma = 0.549 / rng.uniform(0.002, 0.008)
         self.slippage = rng.uniform(0.001, 0.003)
-        self.qty = int(rng.integers(1, 5))  # shares per decision
+        self.qty = int(rng.integers(2, 9))  # shares per decision
         self.h0: list[int] | None = None
         self.seen: list[float] = []  # the reference price at the last decision, per asset
         self.trend: list[float] = []  # m, per asset
@@ -224,7 +255,7 @@ class TrendFollower(Trader):
             target = int(round(h0 * (1.0 + math.tanh(self.gamma * self.signal(a)))))
             side = BUY if target > a.shares else SELL
             out.extend(toward(a, target, ref_price(a) * (1 + side * self.slippage), self.qty,
-                              ttl=1))
+                              ttl=0))
         return out
 
 
@@ -232,35 +263,50 @@ class NoiseTrader(Trader):
     """Trades for reasons unrelated to value: a random side and size, mostly limit orders near
     the mid, now and then an aggressive one.
 
-    The side leans back toward the opening holding h0 — P(buy) = (1 − tanh((h − h0)/(3·h0)))/2 —
-    so a noise trader's holding is a mean-reverting random walk around h0 rather than one
-    reflected at zero, which drifted toward the cash side and bought the market up over long
-    runs (a liquidity trader with an inventory target; Chiarella & Iori 2002's noise traders
-    hold no position at all).
+    - **Side.** It leans back toward the opening holding h0,
+      P(buy) = (1 − tanh((h − h0)/(3·h0)))/2, so a noise trader's holding is a mean-reverting
+      random walk around h0 rather than one reflected at zero, which drifted toward the cash
+      side and bought the market up over long runs (a liquidity trader with an inventory
+      target; Chiarella & Iori 2002's noise traders hold no position at all).
+    - **Size.** Pareto with tail exponent 1.2, at least 1 and at most 60 shares: order sizes in
+      real markets have a power-law tail (Gopikrishnan et al. 2000; Maslov & Mills 2001), and
+      the rare large order is what moves the price between news releases; a uniform 1–7 shares
+      left 64 % of the return variance on the releases.
+    - **Aggression.** With probability p·A_t (p drawn once, 0.28–0.70) the order is an
+      immediate-or-cancel limit 0.5 % + through the mid, else a limit near the mid with the
+      exchange's default life. A_t is the market's trading activity (:func:`activity_path`),
+      common to every noise trader: liquidity demand arrives in spells, so volatility does too
+      (Clark 1973; Andersen 1996).
     """
 
     kind = "noise"
+    SIZE_TAIL = 1.2  # Pareto exponent of order sizes
+    MAX_SIZE = 60  # shares
 
-    def __init__(self, slot: int, rng: np.random.Generator):
+    def __init__(self, slot: int, rng: np.random.Generator,
+                 activity: np.ndarray | None = None):
         super().__init__(slot, rng)
-        self.market_prob = rng.uniform(0.2, 0.5)
+        self.market_prob = rng.uniform(0.28, 0.7)
         self.width = rng.uniform(0.001, 0.004)
-        self.max_qty = int(rng.integers(2, 8))
+        # A_t by tick; None: constant activity 1 (a trader used outside a run)
+        self.activity = None if activity is None else activity.tolist()
         self.h0: list[int] | None = None
 
     def decide(self, view: MarketView) -> list[Order | Cancel]:
-        """A random side (leaning toward h0) and quantity: a limit order near the reference
-        price, or now and then an aggressive one."""
+        """A random side (leaning toward h0) and Pareto size: a limit order near the reference
+        price, or, more often when activity is high, an aggressive immediate-or-cancel one."""
         out: list[Order | Cancel] = withdraw(view)
         if self.h0 is None:
             self.h0 = opening_holdings(view)
+        activity = 1.0 if self.activity is None else self.activity[view.tick]
         for a in view.assets:
             # Draw the same variates whether or not the market is halted, so the draws of
             # later decisions never depend on halts.
             u = self.rng.random()
-            aggressive = self.rng.random() < self.market_prob
+            aggressive = self.rng.random() < self.market_prob * activity
             offset = abs(self.rng.normal(0.0, self.width))
-            qty = int(self.rng.integers(1, self.max_qty + 1))
+            u_size = 1.0 - self.rng.random()  # in (0, 1]: a Pareto draw by inversion
+            qty = min(self.MAX_SIZE, math.ceil(u_size ** (-1.0 / self.SIZE_TAIL)))
             if a.halted:
                 continue
             h0 = max(self.h0[a.asset], 1)
@@ -268,10 +314,45 @@ class NoiseTrader(Trader):
             mid = ref_price(a)
             if aggressive:
                 price = mid * (1 + side * (0.005 + offset))
-                out.append(Order(side, qty, round(price, 2), a.asset, ttl=1))
+                out.append(Order(side, qty, round(price, 2), a.asset, ttl=0))
             else:
                 out.append(Order(side, qty, round(mid * (1 - side * offset), 2), a.asset))
         return out
+
+
+def activity_path(ticks: int, rng: np.random.Generator) -> np.ndarray:
+    """The market's trading activity A_t, shape ``(ticks,)``: A_t = exp(max(x_t, 0)) for a
+    stationary Gaussian AR(1) x_t with standard deviation 0.7 and a half-life of 1,000 ticks.
+
+    Activity is normal (1) about half the time and rises in spells of hundreds of ticks up to
+    a few times normal: a latent information-arrival or liquidity-demand process that drives
+    trading and so volatility (the mixture-of-distributions model, Clark 1973; its persistent
+    version, Andersen 1996). Spells far longer than the 20-tick decision interval give the
+    clustering of |r| at lags of hundreds of ticks that the market makers' EWMA alone did not
+    (median acf(|r|) at lag 50 0.011, under its band, before; issue 23). Only bursts: a spell of
+    activity below normal left news releases most of the variance, and the calendar's
+    heteroskedasticity made Ljung–Box reject in more seeds (measured in docs/market.md).
+
+    Raises:
+        ValueError: if ``ticks`` is negative.
+    """
+    if ticks < 0:
+        raise ValueError(f"ticks must be >= 0, got {ticks}")
+    phi = 0.5 ** (1.0 / ACTIVITY_HALF_LIFE)
+    eps = (rng.standard_normal(ticks) * (ACTIVITY_SD * math.sqrt(1.0 - phi * phi))).tolist()
+    x = [0.0] * ticks
+    level = eps[0] / math.sqrt(1.0 - phi * phi) if ticks else 0.0  # x_0: the stationary law
+    # A loop, not scipy.signal.lfilter: importing scipy.signal costs 1.3 s, ten runs' worth of
+    # a 600-tick market; this costs about 2 ms for 20,000 ticks.
+    for t in range(ticks):
+        if t:
+            level = phi * level + eps[t]
+        x[t] = level
+    return np.exp(np.maximum(np.array(x), 0.0))
+
+
+ACTIVITY_SD = 0.7  # standard deviation of x_t
+ACTIVITY_HALF_LIFE = 1000.0  # ticks
 
 
 class LeveragedTrader(Trader):

@@ -149,7 +149,8 @@ def run_facts(mid: np.ndarray, value: np.ndarray, volume: np.ndarray, burn_in: i
         per tick after the burn-in), ``holdings_low`` (type -> worst share of ticks below the
         floor, shares or cash), ``n`` (returns); with ``public`` also
         ``news_variance_share``, ``calendar_null_ljung_box_p`` and ``calendar_null_hill``
-        (references: :func:`realism.calendar_null`).
+        (references: :func:`realism.calendar_null`) and ``value_null_mispricing`` (the
+        :func:`realism.mispricing` of V^pub itself against V).
     """
     p, v = mid[burn_in:], value[burn_in:]
     log_p = np.log(p)
@@ -171,6 +172,11 @@ def run_facts(mid: np.ndarray, value: np.ndarray, volume: np.ndarray, burn_in: i
                      "calendar_null_ljung_box_p": realism.ljung_box(null, LJUNG_BOX_LAGS)[1],
                      "calendar_null_hill": realism.hill(np.abs(null))[0]}
     excluded = realism.after_shocks(len(mid), shock_times, SHOCK_WINDOW)[burn_in:]
+    if public is not None:
+        # The value null: a market priced at V^pub on every tick, the best any market whose
+        # traders see V^pub only can do against V (hidden jumps wait for the next release).
+        reference["value_null_mispricing"] = realism.mispricing(public[burn_in:], v, excluded,
+                                                                GAP)
     low: dict[str, float] = {}
     for kind, series in (holdings or {}).items():
         start = (starts or {})[kind]
@@ -253,7 +259,10 @@ def report(rows: list[dict[str, Any]], ticks: int) -> dict[str, Any]:
         **({"news_variance_share": med([r["news_variance_share"] for r in rows]),
             "calendar_null_ljung_box_reject_share": float(np.mean(
                 [r["calendar_null_ljung_box_p"] < 0.05 for r in rows])),
-            "calendar_null_hill_tail_index": med([r["calendar_null_hill"] for r in rows])}
+            "calendar_null_hill_tail_index": med([r["calendar_null_hill"] for r in rows]),
+            # the share of ticks beyond 5 % of V in the worst seed of a market priced at V^pub
+            "value_null_mispriced_share_worst": float(max(
+                r["value_null_mispricing"]["share_beyond"] for r in rows))}
            if all("news_variance_share" in r for r in rows) else {}),
     }
     results = {

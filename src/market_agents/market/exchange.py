@@ -239,14 +239,19 @@ class Exchange:
         if self.cfg.mechanism == "call_auction" and self.tick % self.cfg.auction_interval == 0:
             for asset in range(self.n_assets):
                 self._auction(asset)
+        self.update_mids()
+        for hook in self.hooks:
+            hook.on_after_tick(self)
+
+    def update_mids(self) -> None:
+        """Set each asset's mid from its book: the midpoint of the best quotes, the last trade
+        when the book is empty, unchanged when one side is empty."""
         for asset, book in enumerate(self.books):
             bid, ask = book.best(BUY), book.best(-BUY)
             if bid is not None and ask is not None and bid < ask:
                 self.mid[asset] = (bid + ask) / 2 * self.cfg.tick_size
             elif bid is None and ask is None:
                 self.mid[asset] = self.to_price(self.last[asset])
-        for hook in self.hooks:
-            hook.on_after_tick(self)
 
     # --- orders -------------------------------------------------------------------------------
     def submit(self, slot: int, action: Order | Cancel, forced: bool = False) -> None:
@@ -334,7 +339,7 @@ class Exchange:
 
             left = book.match(o.side, o.qty, limit, acct.slot, fill,
                               lambda r: self._drop(acct.slot, r, o.asset))
-        if left > 0 and limit is not None:
+        if left > 0 and limit is not None and o.ttl != 0:  # ttl 0: IOC, the rest cancelled
             self._rest(acct, o, oid, limit, left)
 
     def _rest(self, acct: Account, o: Order, oid: int, limit: int, qty: int | None = None) -> None:

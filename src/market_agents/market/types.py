@@ -15,13 +15,16 @@ SELL = -1
 # Orders and cancels are NamedTuples: tens of thousands are made per run, and a
 # NamedTuple is three times cheaper to build than a frozen dataclass.
 class Order(NamedTuple):
-    """A limit order (``price`` set) or a market order (``price=None``, immediate-or-cancel)."""
+    """A limit order (``price`` set) or a market order (``price=None``, immediate-or-cancel).
+
+    ``ttl=0`` makes a limit order immediate-or-cancel too: it trades what it can at once and
+    the rest is cancelled, never resting (an IOC order, as on every electronic exchange)."""
 
     side: int  # BUY or SELL
     qty: int
     price: float | None = None
     asset: int = 0
-    ttl: int | None = None  # ticks to live; None: the exchange default
+    ttl: int | None = None  # ticks to live; None: the exchange default; 0: IOC
 
 
 class Cancel(NamedTuple):

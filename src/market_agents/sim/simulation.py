@@ -19,7 +19,14 @@ import polars as pl
 
 from market_agents import rng as streams_mod
 from market_agents.agents.base import Trader
-from market_agents.agents.classical import CLASSICAL, Fundamentalist, LeveragedTrader, MarketMaker
+from market_agents.agents.classical import (
+    CLASSICAL,
+    Fundamentalist,
+    LeveragedTrader,
+    MarketMaker,
+    NoiseTrader,
+    activity_path,
+)
 from market_agents.config import Config
 from market_agents.market.exchange import Exchange
 from market_agents.market.fundamentals import draw_path
@@ -149,6 +156,7 @@ def build_traders(config: Config, streams: streams_mod.Streams, population: Popu
               if slot not in llm and (kind == "market_maker" or decides[slot])]
     ex.seal()
     traders: dict[int, Trader] = {}
+    activity = None  # drawn once, from its own stream, if a noise trader acts
     for slot, rng in zip(acting, streams.agents(acting), strict=True):
         kind = population.types[slot]
         if kind == "market_maker":
@@ -157,6 +165,11 @@ def build_traders(config: Config, streams: streams_mod.Streams, population: Popu
             trader = LeveragedTrader(slot, rng, config.exchange.max_leverage)
         elif kind == "fundamentalist":  # its orders live until the next news release
             trader = Fundamentalist(slot, rng, config.fundamentals.news_interval)
+        elif kind == "noise":
+            if activity is None:
+                activity = activity_path(sim.ticks,
+                                         streams.generator(streams_mod.TRADING_ACTIVITY))
+            trader = NoiseTrader(slot, rng, activity)
         else:
             trader = CLASSICAL[kind](slot, rng)
         traders[slot] = trader
@@ -269,6 +282,12 @@ class Run:
                 for action in self.traders[slot].decide(self.view(slot, public)):
                     ex.submit(slot, action)
             due = self.schedule.get(t, [])
+            if due:
+                # The traders due see the book the makers have just quoted, and its mid: on a
+                # release tick the mid of the tick before is the price before the news, and
+                # orders priced on it traded against the makers' new quotes (a 10 % release at
+                # V^pub ≈ 100 left the mid 12 % above V^pub for 60 ticks; issue 23).
+                ex.update_mids()
             public = self.snapshot(halted) if due else []  # most ticks of a sparse schedule
             views = {slot: self.view(slot, public) for slot in due}
             llm_due = {s: v for s, v in views.items() if s in self.llm_slots}
