@@ -102,7 +102,7 @@ def test_aggressive_noise_orders_are_ioc_and_more_frequent_when_activity_is_high
     def aggressive_share(level: float) -> float:
         n = ioc = 0
         for seed in range(200):
-            trader = NoiseTrader(7, np.random.default_rng(seed), np.full(200, level))
+            trader = NoiseTrader(7, np.random.default_rng(seed), [level] * 200)
             for o in orders(trader.decide(view(100.0, 100.0, 20))):
                 n += 1
                 ioc += o.ttl == 0

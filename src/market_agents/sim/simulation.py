@@ -167,8 +167,8 @@ def build_traders(config: Config, streams: streams_mod.Streams, population: Popu
             trader = Fundamentalist(slot, rng, config.fundamentals.news_interval)
         elif kind == "noise":
             if activity is None:
-                activity = activity_path(sim.ticks,
-                                         streams.generator(streams_mod.TRADING_ACTIVITY))
+                activity = activity_path(
+                    sim.ticks, streams.generator(streams_mod.TRADING_ACTIVITY)).tolist()
             trader = NoiseTrader(slot, rng, activity)
         else:
             trader = CLASSICAL[kind](slot, rng)
