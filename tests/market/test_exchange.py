@@ -122,6 +122,43 @@ def test_circuit_breaker_halts_and_rejects():
     assert ex.order_log["status"][-1] == "accepted"
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(90, 110).map(float), min_size=2, max_size=12))
+def test_the_breaker_halts_on_a_move_within_its_window_not_only_at_its_ends(prices):
+    # "5 % within 10 ticks": a 6 % spike that half reverts inside the window halts too (the
+    # rule once compared only with the level halt_window ticks back; issue 23)
+    cfg = dict(halt_threshold=0.05, halt_window=3, halt_ticks=4)
+    ex = make(**cfg)
+    ex.hooks.append(CircuitBreaker(ex.cfg, 1))
+    seen: list[float] = []
+    expected = None
+    for t, price in enumerate(prices):
+        ex.begin_tick(t)
+        if ex.halted:
+            break
+        ex.submit(0, Order(SELL, 1, price))
+        ex.submit(1, Order(BUY, 1, price))
+        ex.end_tick()
+        seen.append(price)
+        window = seen[-4:]
+        if len(seen) >= 4 and expected is None and (
+                price / min(window) - 1 >= 0.05 - 1e-12 or 1 - price / max(window) >= 0.05 - 1e-12):
+            expected = t
+    assert (ex.halts[0][0] if ex.halts else None) == expected
+
+
+def test_a_rebound_from_a_dip_inside_the_window_halts():
+    # 100 -> 95.5 -> 100.5: +5.2 % on the dip inside the window, +0.5 % on its first level
+    ex = make(halt_threshold=0.05, halt_window=3, halt_ticks=4)
+    ex.hooks.append(CircuitBreaker(ex.cfg, 1))
+    for t, price in enumerate([100.0, 100.0, 95.5, 100.5, 100.5]):
+        ex.begin_tick(t)
+        ex.submit(0, Order(SELL, 1, price))
+        ex.submit(1, Order(BUY, 1, price))
+        ex.end_tick()
+    assert ex.halts == [[3, 8]]
+
+
 def test_call_auction_clears_at_volume_maximising_price():
     ex = make(mechanism="call_auction", auction_interval=5)
     ex.submit(0, Order(BUY, 10, 101.0))

@@ -9,21 +9,29 @@ from market_agents.market.types import BUY, SELL, Cancel, Order
 
 class CircuitBreaker:
     """Halt trading for ``halt_ticks`` when the last price moves by ``halt_threshold`` or more
-    against its level ``halt_window`` ticks ago."""
+    against any of its levels in the last ``halt_window`` ticks (protocol: "5 % within 10
+    ticks"; a price band around a rolling reference, as the U.S. limit up-limit down rule).
+
+    It compared the price with its level exactly ``halt_window`` ticks before, so a 5 % move
+    that reverted a little within the window went unseen; with a market that prices news at
+    once and no longer overshoots (issue 23), the exploratory design's breaker cell then never
+    halted (a 5.15 % move within 10 ticks in seed 2)."""
 
     def __init__(self, cfg: ExchangeConfig, n_assets: int):
         self.cfg = cfg
         self.history: list[list[int]] = [[] for _ in range(n_assets)]
 
     def on_after_tick(self, ex: Exchange) -> None:
-        """Halt trading when a price moved ``halt_threshold`` or more over ``halt_window`` ticks."""
+        """Halt trading when the price moved ``halt_threshold`` or more within ``halt_window``
+        ticks."""
         for asset, hist in enumerate(self.history):
             hist.append(ex.last[asset])
             if len(hist) > self.cfg.halt_window + 1:
                 hist.pop(0)
             if ex.halted or len(hist) <= self.cfg.halt_window:
                 continue
-            if abs(hist[-1] / hist[0] - 1.0) >= self.cfg.halt_threshold:
+            now, lo, hi = hist[-1], min(hist), max(hist)
+            if max(now / lo - 1.0, 1.0 - now / hi) >= self.cfg.halt_threshold:
                 ex.halt(until=ex.tick + 1 + self.cfg.halt_ticks)
                 hist.clear()
 
