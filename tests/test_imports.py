@@ -96,7 +96,7 @@ def test_the_graph_sees_the_package():
     assert len(GRAPH) > 80
     assert "market_agents.protocol.design" in GRAPH["market_agents.protocol.gate"]
     # an import under TYPE_CHECKING is not a run-time edge
-    assert "market_agents.protocol.design" not in GRAPH["market_agents.protocol.planning"]
+    assert "market_agents.protocol.guard" not in GRAPH["market_agents.protocol.steps"]
 
 
 def test_folders_import_only_downwards():

@@ -170,7 +170,7 @@ def test_a_rehearsal_is_marked_mock_based_in_every_title_and_caption(project):
     # The rehearsal's paper names what the freeze would refuse (every cell has a control on
     # its seeds, its mechanism acted, its outcomes vary: none here)
     from market_agents.protocol.design import load_design
-    from market_agents.protocol.freeze import design_facts
+    from market_agents.protocol.facts import design_facts
     from market_agents.protocol.paper import not_estimable_note
 
     assert data.not_estimable == "none"

@@ -13,7 +13,8 @@ from market_agents.cli import main as ma
 from market_agents.config import load_config
 from market_agents.llm import prompting
 from market_agents.protocol.design import load_design
-from market_agents.protocol.freeze import FreezeError, design_facts, fingerprint, mismatches
+from market_agents.protocol.facts import design_facts, fingerprint
+from market_agents.protocol.freeze import FreezeError, mismatches
 from tests.support import ROOT
 
 EDITED = prompting.REVISIONS["v1"].replace("simulated stock market", "simulated equity market")

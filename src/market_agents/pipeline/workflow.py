@@ -21,6 +21,7 @@ from market_agents import layout, provider_kinds
 from market_agents.config import config_hash
 from market_agents.errors import ConfigError
 from market_agents.pipeline.workflow_config import WorkflowConfig, validate_workflow_config
+from market_agents.protocol.planning import run_config
 from market_agents.protocol.registry import DesignRegistry
 from market_agents.protocol.tiers import TIERS, label, rehearsal_target, target, tier_key
 from market_agents.sim.rundir import OUTCOMES_FILE, RUN_FILES
@@ -93,7 +94,7 @@ class Workflow:
         record's name carries the cell's config_hash, so a changed cell asks for new ones."""
         seeds = [s for c, s in self.designs.runs(design, max_seeds=self.config.max_seeds)
                  if c == cell]
-        chash = config_hash(self.designs.get(design).cell_config(cell))
+        chash = config_hash(run_config(self.designs.get(design), cell))
         n = self.config.runs_per_job
         return {str(layout.cell_runs_path(design, cell, seeds[i:i + n], chash)): seeds[i:i + n]
                 for i in range(0, len(seeds), n)}
@@ -371,7 +372,7 @@ class Workflow:
     def rehearsal_cell_hash(self, wildcards: Any) -> str:
         """The rehearsed cell's config hash (every live route served by the mock)."""
         design = self.designs.get(wildcards.design)
-        return config_hash(design.cell_config(wildcards.cell, mock=True))
+        return config_hash(run_config(design, wildcards.cell, mock=True))
 
     def gather_flags(self, wildcards: Any) -> str:
         """--mock for rehearsals; --allow-missing when max_seeds runs only part of each cell."""

@@ -22,7 +22,7 @@ from market_agents.protocol.tiers import label
 
 
 def contrasts(cells: Mapping[str, Mapping[str, Any]]) -> list[stats.Contrast]:
-    """The pre-registered contrasts of :func:`~market_agents.protocol.freeze.design_facts`'
+    """The pre-registered contrasts of :func:`~market_agents.protocol.facts.design_facts`'
     ``cells`` (each with its ``tier``)."""
     return tier_contrasts(list(cells), lambda c: label(cells[c].get("tier")))
 
@@ -32,7 +32,7 @@ def families(cells: Mapping[str, Mapping[str, Any]],
     """Each tier's Holm family.
 
     Args:
-        cells: cell -> facts with ``tier`` (:func:`~market_agents.protocol.freeze.design_facts`).
+        cells: cell -> facts with ``tier`` (:func:`~market_agents.protocol.facts.design_facts`).
         primary: tier label -> its primary outcomes (``Design.primary``).
 
     Returns:
@@ -126,7 +126,7 @@ def not_estimable(cells: Mapping[str, Mapping[str, Any]], fams: Mapping[str, Map
       any of its rehearsed seeds (its estimand measures nothing).
 
     Args:
-        cells: :func:`~market_agents.protocol.freeze.design_facts`' cells.
+        cells: :func:`~market_agents.protocol.facts.design_facts`' cells.
         fams: :func:`families`.
         pilot: the pilot manifest (``sigma_d``).
         rehearsal: the confirmatory rehearsal's outcomes.parquet, when it has run.

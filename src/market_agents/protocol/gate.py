@@ -19,7 +19,7 @@ from market_agents.layout import ROOT, budget_manifest, run_dir
 from market_agents.protocol import ledger
 from market_agents.protocol.design import Design
 from market_agents.protocol.ledger import recorded_usd
-from market_agents.protocol.planning import RunPlan, run_plans
+from market_agents.protocol.planning import RunPlan, run_config, run_plans
 from market_agents.protocol.tiers import SACRIFICE_ORDER, tier_key
 from market_agents.sim.rundir import OUTCOMES_FILE
 
@@ -190,7 +190,7 @@ def missing_keys(design: Design, cells: list[str]) -> list[tuple[str, str]]:
     load_env()
     missing = []
     for cell in cells:
-        llm = design.cell_config(cell).population.llm
+        llm = run_config(design, cell).population.llm
         for route in llm.paid_routes():
             try:
                 api_key(llm.kind(route), route, llm.settings(route))

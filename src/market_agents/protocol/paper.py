@@ -35,8 +35,9 @@ from market_agents.layout import (
     run_dir,
 )
 from market_agents.protocol import freeze
-from market_agents.protocol.design import Design, load_design
-from market_agents.protocol.planning import plan_design
+from market_agents.protocol.design import Design
+from market_agents.protocol.facts import design_facts
+from market_agents.protocol.planning import load_checked, plan_design, run_config
 from market_agents.protocol.steps import sensitivity_grid
 from market_agents.protocol.tiers import TIERS, label
 from market_agents.sim.rundir import MANIFEST_FILE, read_json, table_file
@@ -108,7 +109,7 @@ def read_runs(design: Design, outcomes: pl.DataFrame, rehearsal: bool, root: Pat
         for model, row in (manifest.get("price_assumptions") or {}).items():
             if isinstance(row, dict) and "input" in row:
                 priced.setdefault(model, row)
-        config = design.cell_config(cell, mock=rehearsal)
+        config = run_config(design, cell, mock=rehearsal)
         llm = config.population.llm
         usage = manifest.get("llm_usage") or {}
         lib = manifest.get("library") or {}
@@ -190,7 +191,7 @@ def read_pilot(roles: Roles, rehearsal: bool, root: Path,
     manifest = pilot_path(root=root)
     if not rehearsal and manifest.exists():
         return read_json(manifest), outcomes, [str(path), str(manifest)]
-    pilot = load_design(designs_dir / f"{roles.pilot}.yaml")
+    pilot = load_checked(designs_dir / f"{roles.pilot}.yaml")
     dirs = [run_dir(pilot.name, c, s, rehearsal, root) for c, s in pilot.runs()]
     summary = summarize(outcomes, dirs, control=roles.control,
                         usd_per_decision=roles.usd_per_decision)
@@ -215,7 +216,7 @@ def read_mde(design: Design, pilot: dict | None, rehearsal: bool,
         return ({c: row.get("mde", {}) for c, row in (frozen.get("mde") or {}).items()},
                 f"{path}")
     if pilot and pilot.get("sigma_d"):
-        facts = facts or freeze.design_facts(design)
+        facts = facts or design_facts(design)
         table = mde_table(facts["cells"], pilot["sigma_d"], facts["families"])
         return ({c: row["mde"] for c, row in table.items()},
                 "computed as the freeze does from the " + ("rehearsed " if rehearsal else "")
@@ -233,7 +234,7 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
         known = sorted(p.stem for p in designs_dir.glob("*.yaml"))
         raise ConfigError(f"DESIGN={target}: no {path} (designs: {', '.join(known)}; a "
                           f"rehearsal: {REHEARSAL_PREFIX}<design>)")
-    design = load_design(path)
+    design = load_checked(path)
     gathered = outcomes_path(design.name, rehearsal, root)
     if not gathered.exists():
         make = f"{REHEARSAL_PREFIX}{name}" if rehearsal else name
@@ -253,7 +254,7 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
     pilot, pilot_outcomes, pilot_inputs = read_pilot(roles, rehearsal, root, designs_dir)
     confirmatory = design.name == roles.confirmatory
     # the confirmatory design's facts, read once: its MDEs and what it cannot estimate
-    facts = freeze.design_facts(design) if confirmatory else None
+    facts = design_facts(design) if confirmatory else None
     mde, mde_source = read_mde(design, pilot, rehearsal, root, facts)
     log = deviations_log(root)
     logged = cards.parse_deviations(log.read_text(encoding="utf-8").splitlines(), str(log)) if (
@@ -282,7 +283,7 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
 
 def not_estimable_note(facts: dict[str, Any], data: PaperData) -> str:
     """The pre-registered estimands of a confirmatory design (``facts``:
-    ``freeze.design_facts``) that its runs (``data``: a rehearsal's or the live ones) cannot
+    ``facts.design_facts``) that its runs (``data``: a rehearsal's or the live ones) cannot
     estimate, as the freeze names them (``estimability.not_estimable``: no control seeds, no
     variation, a mechanism that never acted), or "none"."""
     from market_agents.protocol.estimability import not_estimable

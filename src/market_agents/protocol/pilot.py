@@ -16,6 +16,8 @@ import polars as pl
 
 from market_agents.analysis.stats import PRIMARY_OUTCOMES, paired_differences
 from market_agents.errors import ConfigError
+from market_agents.protocol.design import Design
+from market_agents.protocol.planning import run_config
 from market_agents.sim.rundir import table_file
 
 CRITERIA = {
@@ -173,9 +175,9 @@ def require_failed(path: Path) -> dict[str, Any]:
     return {"path": str(path), "failed": failed}
 
 
-def prompt_versions(design) -> list[str]:
+def prompt_versions(design: Design) -> list[str]:
     """The prompt revisions the design's live cells use (one, normally)."""
-    return sorted({design.cell_config(c).population.llm.prompt_version
+    return sorted({run_config(design, c).population.llm.prompt_version
                    for c in design.cells if not design.cells[c].unavailable
                    and design.is_live(c)})
 
