@@ -3,8 +3,9 @@
 The engine (market, agents, sim) and the LLM layer never import the protocol, the workflow, the
 commands, the analysis or the test server; the LLM layer never imports the market or the agents
 (agents/llm_trader.py is the bridge); nothing in the product imports ``testing``; Bazaar's
-engine stands alone; the bottom layer imports nothing from the package; no module imports
-itself back through another (imports under ``if TYPE_CHECKING:`` are annotations only).
+engine stands alone; the bottom layer imports nothing from the package (run-time imports:
+those under ``if TYPE_CHECKING:`` are annotations only). That no module imports itself back
+through another, annotation and function-level imports included, is tests/test_import_graph.py.
 """
 
 from __future__ import annotations
@@ -121,27 +122,6 @@ def test_bazaar_engine_imports_no_llm_layer():
     engine = [f"market_agents.bazaar.{name}" for name in BAZAAR_ENGINE]
     bad = [(m, d) for m in engine for d in GRAPH[m] if folder(d) == "llm"]
     assert bad == []
-
-
-def test_no_import_cycles_between_modules():
-    state: dict[str, int] = {}
-    cycles = []
-
-    def walk(module: str, stack: list[str]) -> None:
-        state[module] = 1
-        for dep in sorted(GRAPH.get(module, ())):
-            if dep not in GRAPH:
-                continue
-            if state.get(dep) == 1:
-                cycles.append(stack[stack.index(dep):] + [dep])
-            elif dep not in state:
-                walk(dep, [*stack, dep])
-        state[module] = 2
-
-    for module in GRAPH:
-        if module not in state:
-            walk(module, [module])
-    assert cycles == []
 
 
 def _loaded_after(code: str, prefixes: tuple[str, ...]) -> list[str]:
