@@ -20,17 +20,20 @@ import market_agents
 PKG = Path(market_agents.__file__).parent
 BOTTOM = ("core", "errors", "rng", "atomic", "layout")
 ENGINE = ("market", "agents", "sim")
-ABOVE_ENGINE = ("protocol", "pipeline", "commands", "analysis", "testing", "bazaar", "cli")
+ABOVE_ENGINE = ("protocol", "paper", "pipeline", "commands", "analysis", "testing", "bazaar",
+                "cli")
 # folder -> folders (or top-level modules) it must never import
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     **{name: ("*",) for name in BOTTOM},
     **{folder: ABOVE_ENGINE for folder in ENGINE},
     "llm": (*ABOVE_ENGINE, *ENGINE, "config"),
-    "analysis": ("protocol", "pipeline", "commands", "testing", "bazaar", "cli"),
-    "protocol": ("pipeline", "commands", "testing", "bazaar", "cli"),
+    "analysis": ("protocol", "paper", "pipeline", "commands", "testing", "bazaar", "cli"),
+    "protocol": ("paper", "pipeline", "commands", "testing", "bazaar", "cli"),
+    # the paper reads the protocol's designs and results; the workflow and `ma paper` call it
+    "paper": ("pipeline", "commands", "testing", "bazaar", "cli"),
     "pipeline": ("commands", "testing", "cli"),
-    "bazaar": (*ENGINE, "protocol", "pipeline", "commands", "analysis", "testing", "cli",
-               "config"),
+    "bazaar": (*ENGINE, "protocol", "paper", "pipeline", "commands", "analysis", "testing",
+               "cli", "config"),
     "commands": ("testing",),
     "config": ABOVE_ENGINE,
     # reading user input sits just above the bottom layer: it may name errors, nothing more

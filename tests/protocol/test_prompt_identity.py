@@ -89,7 +89,7 @@ def test_a_runs_answer_dates_come_from_its_cache_entries_not_the_clock(tmp_path)
     assert a["answers_recorded"] == b["answers_recorded"]
     assert a["answers_recorded"]["last"] in (today, a["answers_recorded"]["first"])
     os.utime(tmp_path / "a" / "manifest.json", (1577836800, 1577836800))  # 2020-01-01
-    from market_agents.protocol.paper import _dates
+    from market_agents.paper.inputs import _dates
 
     assert _dates(json.loads((tmp_path / "a" / "manifest.json").read_text()))[1] != "2020-01-01"
 

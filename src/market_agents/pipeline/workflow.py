@@ -419,7 +419,7 @@ class Workflow:
         of it is paid (or for its rehearsal), the sigma design, and for a rehearsal the
         rehearsed pilot. A live design's results are read as they are (the paper never starts
         a paid run; `ma paper` names what is missing)."""
-        from market_agents.protocol.paper import parse_target
+        from market_agents.paper.inputs import parse_target
 
         name, rehearsal = parse_target(self.paper_target)
         files = [self.design_file(name), self.gathered(self.config.sigma, mock=rehearsal)]
@@ -439,9 +439,9 @@ class Workflow:
         """The Snakemake report's caption of every table and figure (``table/<name>``,
         ``figure/<name>``; price figures share one), as reStructuredText-safe plain text: the
         paper's own caption, with its mock-based mark."""
-        from market_agents.analysis.catalog import ARTIFACTS
-        from market_agents.analysis.export import Paper
-        from market_agents.protocol.paper import mock_note, parse_target
+        from market_agents.paper.catalog import ARTIFACTS
+        from market_agents.paper.files import Paper
+        from market_agents.paper.inputs import mock_note, parse_target
 
         name, rehearsal = parse_target(self.paper_target)
         paper = Paper(design=name, heading="", mock_note=mock_note(self.designs.get(name),

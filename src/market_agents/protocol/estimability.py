@@ -3,7 +3,7 @@ any confirmatory call: each tier's Holm family, the minimum detectable effect of
 at its family's adjusted level, the cells too small to detect the design's smallest effect of
 interest, and the estimands that cannot be estimated at all.
 
-A family is a tier's contrasts (``analysis.tables.tier_contrasts``: each cell against share_0,
+A family is a tier's contrasts (``analysis.estimands.tier_contrasts``: each cell against share_0,
 E5 in T4) × the tier's primary outcomes (the design's ``primary_outcomes``); the paper's Holm
 adjustment runs over the same family, so the power the freeze records is the power of the test
 the paper reports.
@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from market_agents.analysis import stats
-from market_agents.analysis.tables import fired, tier_contrasts
+from market_agents.analysis.estimands import fired, tier_contrasts
 from market_agents.protocol.tiers import label
 
 

@@ -15,8 +15,9 @@ from typing import Any
 
 import polars as pl
 
-from market_agents.analysis.catalog import Artifact
+from market_agents.analysis.figures import _pyplot
 from market_agents.atomic import write_json_atomic, write_text_atomic
+from market_agents.paper.catalog import Artifact
 
 DPI = 110
 
@@ -254,8 +255,6 @@ def write_paper(paper: Paper, out: Path, progress: Any = None) -> list[Path]:
     """Write the paper under ``out`` (tables/, figures/, the texts, index.html, paper.json);
     other files there (paper/Makefile) are left alone. ``progress(label)`` is called per file
     group. Returns the files written."""
-    from market_agents.analysis.figures import _pyplot
-
     out.mkdir(parents=True, exist_ok=True)
     tables: dict[str, bytes | str] = {}
     for name, (a, frame) in paper.tables.items():
