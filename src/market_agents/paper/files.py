@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from markdown_it import MarkdownIt
 
 from market_agents.analysis.figures import _pyplot
 from market_agents.atomic import write_json_atomic, write_text_atomic
@@ -164,8 +165,6 @@ STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1400px}"
 def markdown_html(text: str) -> str:
     """Markdown (CommonMark, markdown-it-py) as HTML; raw HTML in the text is escaped, not
     passed through."""
-    from markdown_it import MarkdownIt
-
     return MarkdownIt("commonmark", {"html": False}).render(text)
 
 

@@ -185,6 +185,8 @@ def project_spent(results: Path = ROOT) -> float:
 def missing_keys(design: Design, cells: list[str]) -> list[tuple[str, str]]:
     """(cell, what is missing) for every paid route of ``cells`` whose API key is not set
     (``.env`` is read first); empty when every key is there."""
+    # why: the provider registry is the LLM layer; the workflow imports this module at DAG time
+    # and only a live tier's key check needs it
     from market_agents.llm.providers.registry import api_key, load_env
 
     load_env()

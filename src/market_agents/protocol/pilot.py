@@ -8,6 +8,7 @@ Reads only the gathered ``outcomes.parquet`` and, for latency, each run's
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -158,8 +159,6 @@ def require_failed(path: Path) -> dict[str, Any]:
     """The failure path (§4) starts only once a failed pilot is recorded: the pilot manifest at
     ``path`` must exist and fail a criterion. Returns {path, failed criteria}; ConfigError
     naming the file otherwise (no pilot yet, or a pilot that passed)."""
-    import json
-
     if not path.exists():
         raise ConfigError(f"{path} does not exist: the re-pilot (§4) runs only after the pilot "
                           "has run and failed; run `.venv/bin/snakemake pilot` first")
