@@ -8,10 +8,13 @@ checks it)::
     pipeline/          the Snakemake workflow's side: workflow config (the protocol's
                        defaults), what the rules ask (workflow.py), DAG rendering, run contract,
                        one live invocation per directory (holder.py)
-    protocol/          the experiment protocol: designs, planning, tiers, budget gate, freeze,
-                       pilot, the steps of a design, the design registry
+    paper/             the paper of a design: its inputs, estimates, tables, figures, model
+                       cards, files and page (`ma paper`)
+    protocol/          the experiment protocol: designs (data), planning (what is computed
+                       from a design), tiers, budget gate, freeze, pilot, the steps of a
+                       design, the design registry
     analysis/          outcomes of a saved run (outcomes.py, FROZEN), scoring, statistics,
-                       stylized facts, figures
+                       estimands, stylized facts, figures
     sim/               one run: the tick loop, the runner, the run-directory format
     market/ agents/    the exchange and fundamentals; classical and LLM traders
     llm/               the LLM layer: providers, cache, pricing, runtime caps (no market)
@@ -36,9 +39,10 @@ checks it)::
     testing/           the fake provider HTTP server for tests and benchmarks (never imported
                        by the product)
 
-Data flow: config (+ design cell) -> sim.simulate -> run directory (sim.rundir) ->
-analysis.scoring (outcomes.json) -> protocol.steps.gather (outcomes.parquet) -> pipeline
-(Snakemake targets, gate, freeze, pilot) -> paper.
+Data flow: design (data) -> protocol.planning.run_config (a cell's config, its equal-USD cap
+from the freeze) -> sim.simulate -> run directory (sim.rundir) -> analysis.scoring
+(outcomes.json) -> protocol.steps.gather (outcomes.parquet) -> pipeline (Snakemake targets,
+gate, freeze, pilot) -> paper (paper.make).
 
 The names in ``__all__`` are the main entry points; each is imported on first use, so
 ``import market_agents`` stays cheap.

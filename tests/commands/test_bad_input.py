@@ -24,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import market_agents.sim.runner  # noqa: F401  (patched by name below)
 from market_agents.cli import main
 from tests.support import ROOT
 
@@ -270,7 +271,10 @@ def run_case(case: Case) -> tuple[int, str, Path]:
         (tmp / name).write_bytes(body if isinstance(body, bytes) else body.encode())
     argv = [a.replace("{dir}", str(tmp)) for a in case.argv]
     err = io.StringIO()
+    # Both names of the tick loop: the runner binds its own at import, and a runner first
+    # imported inside the patch would keep the tripwire for every later test in the process.
     with (mock.patch("market_agents.sim.simulation.simulate", _tripwire),
+          mock.patch("market_agents.sim.runner.simulate", _tripwire),
           contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()),
           cpu_watchdog(CPU_SECONDS)):
         try:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from market_agents.analysis.catalog import ARTIFACTS
+from market_agents.paper.catalog import ARTIFACTS
 from tests.support.workflow import smk
 
 pytestmark = [pytest.mark.slow, pytest.mark.rehearsal]

@@ -10,7 +10,7 @@ import re
 
 import polars as pl
 
-from market_agents.analysis import paperfigs
+from market_agents.paper import figures
 from market_agents.pipeline.contract import STEPS, load_run_spec
 from market_agents.pipeline.workflow import TARGETS
 from market_agents.protocol.tiers import (
@@ -62,7 +62,7 @@ def test_the_contract_has_one_step_and_one_run_config_per_tier():
 def test_the_paper_draws_one_row_per_tier_in_order():
     plan = pl.DataFrame({"cell": ["share_0", "share_25"], "tier_label": [TIERS[0], TIERS[-1]],
                          "seeds": [2, 2], "live": [True, True], "usd": [1.0, 2.0]})
-    nodes, edges = paperfigs.protocol_graph(plan, TIERS)
+    nodes, edges = figures.protocol_graph(plan, TIERS)
     gates = sorted((n for n in nodes if n.key.startswith("gate_")), key=lambda n: n.row)
     assert [n.key.removeprefix("gate_") for n in gates] == list(TIERS)
     assert [n.row for n in gates] == list(range(gates[0].row, gates[0].row + len(TIERS)))

@@ -15,8 +15,10 @@ from market_agents.layout import run_dir
 from market_agents.protocol.design import load_design
 from market_agents.protocol.planning import (
     RunPlan,
+    load_checked,
     plan_cell,
     plan_design,
+    run_config,
     run_plans,
     tier_totals,
 )
@@ -245,15 +247,17 @@ def test_empty_seed_list(tmp_path):
 
 def test_tier_budget_too_small(tmp_path):
     path = write_design(tmp_path, budget={"cap_usd": 40.0, "tiers": {"T1": 0.1}})
+    load_design(path)  # a design is data: loading it checks no budget
     with pytest.raises(ConfigError, match=r"bad.yaml: budget.tiers.T1: 0.10 USD does not cover"):
-        load_design(path)
+        load_checked(path)
 
 
 def test_tier_budgets_exceed_cap(tmp_path):
     path = write_design(tmp_path, budget={"cap_usd": 5.0, "tiers": {"T1": 4.0},
                                           "reserved_usd": {"pilot": 3.24}})
+    load_design(path)
     with pytest.raises(ConfigError, match=r"bad.yaml: budget does not add up.*exceed cap_usd 5.00"):
-        load_design(path)
+        load_checked(path)
 
 
 def test_cell_tier_without_budget(tmp_path):
@@ -267,14 +271,15 @@ def test_live_cell_without_price(tmp_path):
         {"name": "share_5", "tier": "T1", "seeds": [1],
          "overrides": {"population.llm_share": 0.05,
                        "population.llm.models": {"openai": "gpt-9-unpriced"}}}])
+    load_design(path)  # prices are the planning step's to check
     with pytest.raises(ConfigError, match=r"cell 'share_5': live model 'gpt-9-unpriced'.*no price"):
-        load_design(path)
+        load_checked(path)
 
 
 def test_live_cell_without_planning_rate(tmp_path):
     path = write_design(tmp_path, planning={"usd_per_decision": {}})
     with pytest.raises(ConfigError, match=r"cell 'share_5'.*no planning price"):
-        load_design(path)
+        load_checked(path)
 
 
 def test_bad_seed_string_and_unknown_design_key(tmp_path):
@@ -367,9 +372,16 @@ def test_mix_25_rehearsed_over_seeds_101_to_106_splits_its_slots_evenly(tmp_path
 
 def test_t5_usd_cap_before_the_freeze_is_share_25s_planned_spend(tmp_path, plans):
     confirmatory = load_design(CONFIRMATORY, results=tmp_path)  # no freeze.json there
-    cap = confirmatory.cell_config("mini_25_equalusd").population.llm.usd_cap
+    cap = run_config(confirmatory, "mini_25_equalusd").population.llm.usd_cap
     assert cap == plans["share_25"].run_usd == pytest.approx(675 * 0.0005)
     assert "usd_cap" not in json.dumps(confirmatory.cell("mini_25_equalusd").overrides)
+    # The design holds no cap of its own: its config is built with the one it is given.
+    given = confirmatory.cell_config("mini_25_equalusd", usd_cap=0.25).population.llm.usd_cap
+    assert given == 0.25
+    with pytest.raises(ValueError, match="usd_cap is given for, and only for, an equal-USD"):
+        confirmatory.cell_config("mini_25_equalusd")
+    with pytest.raises(ValueError, match="usd_cap is given for, and only for, an equal-USD"):
+        confirmatory.cell_config("share_25", usd_cap=0.25)
 
 
 @pytest.mark.parametrize(("declared", "message"), [

@@ -121,10 +121,12 @@ def test_cli_refuses_a_failed_pilot_unless_accepted_and_never_overwrites(workdir
     out = workdir / "results/manifests/freeze.json"
     cmd = ("freeze", "create", "config/test/designs/confirmatory.yaml", "--pilot", str(pilot))
     design = load_design(workdir / "config/test/designs/confirmatory.yaml", workdir / "results")
-    planned = design.cell_config("mini_25_equalusd").population.llm.usd_cap
+    from market_agents.protocol.planning import require_freeze, run_config
+
+    planned = run_config(design, "mini_25_equalusd").population.llm.usd_cap
     assert planned == pytest.approx(25 * 0.0005)  # before the freeze: share_25's planned spend
     with pytest.raises(Exception, match="freeze first"):
-        design.require_freeze("mini_25_equalusd")
+        require_freeze(design, "mini_25_equalusd")
     refused = ma(*cmd)
     assert refused.returncode == 2 and "pilot criteria failed: cost_per_decision" in refused.stderr
     done = ma(*cmd, "--accept-failed-pilot")
@@ -145,8 +147,8 @@ def test_cli_refuses_a_failed_pilot_unless_accepted_and_never_overwrites(workdir
     assert profiles["gpt-5.4-mini"]["source"] == "assumed equal to gpt-5.4-nano (not measured)"
     # The T5 cell reads its cap from the freeze, never a number in the design.
     after = load_design(workdir / "config/test/designs/confirmatory.yaml", workdir / "results")
-    assert after.cell_config("mini_25_equalusd").population.llm.usd_cap == 0.0123
-    after.require_freeze("mini_25_equalusd")
+    assert run_config(after, "mini_25_equalusd").population.llm.usd_cap == 0.0123
+    require_freeze(after, "mini_25_equalusd")
     again = ma(*cmd, "--accept-failed-pilot")
     assert again.returncode == 2 and "a freeze is written once" in again.stderr
     verify = ma("freeze", "verify", "config/test/designs/confirmatory.yaml", "--freeze", str(out))
@@ -155,7 +157,7 @@ def test_cli_refuses_a_failed_pilot_unless_accepted_and_never_overwrites(workdir
 
 
 def test_fundamentals_check_refuses_another_market_and_a_missed_target(tmp_path):
-    from market_agents.protocol.freeze import fundamentals_check
+    from market_agents.protocol.measured import fundamentals_check
 
     with pytest.raises(FreezeError, match="differ from the confirmatory base"):
         fundamentals_check({}, {"fundamentals": {"jump_sigma": 3.0}},
@@ -176,7 +178,7 @@ def test_fundamentals_check_refuses_another_market_and_a_missed_target(tmp_path)
 
 
 def test_equal_usd_needs_the_pilot_spend_of_the_reference_cell():
-    from market_agents.protocol.freeze import equal_usd
+    from market_agents.protocol.measured import equal_usd
 
     with pytest.raises(FreezeError, match="no measured spend per 'share_25' run"):
         equal_usd({"usd_per_run": {"share_5": {"mean_usd": 0.1, "runs": 3}}}, ["share_25"])
@@ -302,7 +304,7 @@ def test_freeze_names_every_estimand_it_cannot_estimate_and_refuses_until_record
     import polars as pl
 
     from market_agents.protocol.estimability import not_estimable
-    from market_agents.protocol.freeze import design_facts
+    from market_agents.protocol.facts import design_facts
 
     facts = design_facts(design)
     fixed = _rehearsal(design, breaker_idle=False).with_columns(

@@ -18,7 +18,8 @@ from market_agents.config import dump_yaml
 from market_agents.errors import BudgetExceeded
 from market_agents.protocol import ledger
 from market_agents.protocol.design import load_design
-from market_agents.protocol.freeze import design_facts, mismatches
+from market_agents.protocol.facts import design_facts
+from market_agents.protocol.freeze import mismatches
 from market_agents.testing.fakeserver import FakeAPI
 from tests.support import ROOT
 from tests.support.workflow import BIN, env

@@ -13,7 +13,8 @@ from market_agents.cli import main as ma
 from market_agents.config import load_config
 from market_agents.llm import prompting
 from market_agents.protocol.design import load_design
-from market_agents.protocol.freeze import FreezeError, design_facts, fingerprint, mismatches
+from market_agents.protocol.facts import design_facts, fingerprint
+from market_agents.protocol.freeze import FreezeError, mismatches
 from tests.support import ROOT
 
 EDITED = prompting.REVISIONS["v1"].replace("simulated stock market", "simulated equity market")
@@ -88,7 +89,7 @@ def test_a_runs_answer_dates_come_from_its_cache_entries_not_the_clock(tmp_path)
     assert a["answers_recorded"] == b["answers_recorded"]
     assert a["answers_recorded"]["last"] in (today, a["answers_recorded"]["first"])
     os.utime(tmp_path / "a" / "manifest.json", (1577836800, 1577836800))  # 2020-01-01
-    from market_agents.protocol.paper import _dates
+    from market_agents.paper.inputs import _dates
 
     assert _dates(json.loads((tmp_path / "a" / "manifest.json").read_text()))[1] != "2020-01-01"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from market_agents.atomic import write_atomic
@@ -14,10 +15,11 @@ from market_agents.sim.rundir import MANIFEST_FILE, table_file
 
 
 def _pyplot():
+    # why: matplotlib takes ~0.5 s to load; only a command that draws needs it
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display needed
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # why: after use("Agg"), which must come first
 
     return plt
 
@@ -134,8 +136,7 @@ def realism_figures(blocks: dict[str, list[dict]], out_dir: str | Path,
         kurtosis against the aggregation scale), ``mispricing.png`` (|P/V − 1| per tick: the
         median and the worst seed), ``holdings.png`` (each type's holdings over time).
     """
-    import numpy as np
-
+    # why: stylized loads the engine (sim.simulation); only the realism report draws these
     from market_agents.analysis import realism, stylized
 
     out_dir = Path(out_dir)
@@ -159,7 +160,7 @@ def realism_figures(blocks: dict[str, list[dict]], out_dir: str | Path,
     bx.set(xscale="log", yscale="log", xlabel="lag (ticks)",
            ylabel="median acf of |r| (deseasonalized)",
            title="clustering (log-log; acf <= 0 not shown)")
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # why: matplotlib loads only to draw
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(fontsize=7)

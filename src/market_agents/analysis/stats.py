@@ -225,7 +225,7 @@ def estimate(sample: PairedSample, level: float = LEVEL, n_resamples: int = N_BO
         Statistics a sample is too small for are None: means need 1 pair, the rest 2; with zero
         spread the intervals and p are None (nothing varies: :func:`not_estimable` says why).
     """
-    from scipy import stats
+    from scipy import stats  # why: scipy takes ~0.3 s to load; only an estimate needs it
 
     d = sample.differences
     n = len(d)
@@ -294,7 +294,7 @@ def mde(sigma_d: float | None, n: int, alpha: float = ALPHA, power: float = POWE
         The MDE in the outcome's units; None when undefined (no σ̂_d, or n < 2: a t test needs
         two pairs); 0.0 for σ̂_d = 0.
     """
-    from scipy import optimize, stats
+    from scipy import optimize, stats  # why: scipy takes ~0.3 s to load; only an MDE needs it
 
     if sigma_d is None or not math.isfinite(sigma_d) or n < 2 or family_size < 1:
         return None

@@ -85,6 +85,8 @@ def cmd_eval(args: argparse.Namespace,
     """Run the evaluation. ``paying(usd_cap)``: for a paid provider, the spend record the
     command keeps while it runs (entered before the first call, given the USD paid at the
     end as ``spent_usd``); ``ma bazaar eval`` passes the project's spend ledger."""
+    # why: `ma` imports this module to register `ma bazaar eval`; the LLM client (asyncio,
+    # ssl, the SDKs) loads only when an evaluation runs
     from market_agents.llm.client import LLMClient
     from market_agents.llm.config import LLMConfig, ProviderSettings
     from market_agents.llm.pricing import run_prices
@@ -230,7 +232,7 @@ def write_outputs(out: Path, tier: Tier, provider: str, model: str, split: str,
     summary: the means over the scored episodes (None when none is), the tier's anchor on
     the same seeds, the errored episodes by class, LLM usage.
     """
-    import polars as pl
+    import polars as pl  # why: `ma` imports this module at start-up; polars loads to write
 
     write_text_atomic(out / "transcripts.jsonl", "".join(
         json.dumps({"tier": tier.name, "provider": provider, "model": model,

@@ -71,6 +71,7 @@ def answer(request, rng: np.random.Generator) -> str:
 
 def register() -> None:
     """Plug :func:`answer` into the mock provider for Bazaar's prompt ids."""
+    # why: the mock provider is the LLM layer, loaded only when an evaluation plugs this in
     from market_agents.llm.providers.mock import register_text_rule
 
     register_text_rule(PROMPT_VERSION, answer)

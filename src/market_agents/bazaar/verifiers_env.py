@@ -119,6 +119,7 @@ def _rows(tier: Tier, seeds: list[int]) -> list[dict]:
 def load_environment(tier: str = "micro", num_train_examples: int = 1000,
                      num_eval_examples: int = 20, **kwargs):
     """Train rows use seeds 0.., eval rows the frozen split from 1,000,000."""
+    # why: verifiers and datasets are the optional `bazaar` extra
     import verifiers as vf
     from datasets import Dataset
 

@@ -1,6 +1,14 @@
 """The ``ma`` subcommands, one module each with ``register(subparsers)``: argument parsing and
 one call into the package (``cli.py`` dispatches). Shared here: the serving switches and the
-guards of a paying command."""
+guards of a paying command.
+
+One run and its files: ``run.py``, ``outcomes.py``, ``plot.py``, ``validate.py`` (the realism
+report), ``cache.py`` (what a response cache holds), ``library.py`` (the frozen decision
+library). A design: ``design.py``, ``cell.py``, ``gather.py``, ``summary.py``,
+``sensitivity.py``, ``sigma.py``, ``budget.py``. The protocol's checkpoints: ``gate.py``,
+``pilot.py``, ``freeze.py``, ``deviations.py``, ``spend.py``. The paper: ``paper.py``. The
+workflow and the run contract: ``dag.py``, ``schema.py``, ``record.py``, ``verify.py``. Bazaar:
+``bazaar.py``."""
 
 from __future__ import annotations
 

@@ -51,10 +51,10 @@ def main(args: argparse.Namespace) -> int:
         USD per nano decision, 0.0016 per mini).
     """
     from market_agents.errors import ConfigError
-    from market_agents.protocol.design import load_design
     from market_agents.protocol.estimability import power_in_sigma, render_power
-    from market_agents.protocol.freeze import design_facts
+    from market_agents.protocol.facts import design_facts
     from market_agents.protocol.planning import (
+        load_checked,
         measured_profile,
         plan_design,
         render,
@@ -64,7 +64,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.tokens_in < 0 or args.tokens_out < 0:
         raise ConfigError("--tokens-in and --tokens-out must be >= 0")
-    design = load_design(args.design)
+    design = load_checked(args.design)
     cells = None
     if args.tier:
         unknown = [t for t in args.tier if t not in design.tiers]

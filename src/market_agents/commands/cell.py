@@ -77,12 +77,12 @@ def main(args: argparse.Namespace) -> int:
     """
     from market_agents.errors import ConfigError
     from market_agents.layout import run_dir
-    from market_agents.protocol.design import load_design
-    from market_agents.protocol.steps import run_and_score, simulate, write_cell_runs
+    from market_agents.protocol.planning import load_checked, run_config
+    from market_agents.protocol.steps import PaidRuns, run_and_score, simulate, write_cell_runs
 
-    design = load_design(args.design, args.results)
+    design = load_checked(args.design, args.results)
     cell = design.cell(args.cell)
-    design.cell_config(args.cell)  # an unavailable cell fails here, naming why
+    run_config(design, args.cell)  # an unavailable cell fails here, naming why
     for seed in args.seed:
         if seed not in cell.seeds and not args.any_seed:
             raise ConfigError(f"--seed {seed}: not a seed of cell {args.cell!r} in "
@@ -105,16 +105,17 @@ def main(args: argparse.Namespace) -> int:
             raise ConfigError(f"--runs-file {args.runs_file}: not a file that can be written "
                               "(a directory, or its folder cannot be made or written)")
     guard = build_guard(args.results, args.deviation)
+    paid = PaidRuns(design, args.mock, args.results)  # read once, for every seed
     for seed in args.seed:
         path = run_dir(design.name, args.cell, seed, args.mock, args.results)
         if args.score:
             did = run_and_score(design, args.cell, seed, args.mock, args.cache, args.results,
                                 thresholds(args), replay=args.replay, new_cache=args.new_cache,
-                                guard=guard, replace_stale=args.replace_stale)
+                                guard=guard, replace_stale=args.replace_stale, paid=paid)
             print(f"{did} {path}", flush=True)
         else:
             simulate(design, args.cell, seed, args.mock, args.cache, args.results,
-                     replay=args.replay, new_cache=args.new_cache, guard=guard)
+                     replay=args.replay, new_cache=args.new_cache, guard=guard, paid=paid)
             print(f"wrote {path}", flush=True)
     if args.runs_file:
         out = write_cell_runs(design, args.cell, args.seed, args.mock, args.runs_file,

@@ -58,12 +58,12 @@ def main(args: argparse.Namespace) -> int:
     import time
 
     from market_agents.errors import ConfigError
-    from market_agents.protocol.design import load_design
+    from market_agents.protocol.planning import load_checked
     from market_agents.protocol.steps import run_design, write_gather
 
     if args.workers < 1 or (args.max_seeds is not None and args.max_seeds < 1):
         raise ConfigError("--workers and --max-seeds must be >= 1")
-    design = load_design(args.design, args.results)
+    design = load_checked(args.design, args.results)
     started = time.perf_counter()
     counts = run_design(design, args.cells, args.max_seeds, args.workers, args.cache, args.mock,
                         args.results, progress=False if args.quiet else None,

@@ -70,15 +70,11 @@ def _create(args: argparse.Namespace) -> int:
     import yaml
 
     from market_agents.protocol import deviations
-    from market_agents.protocol.design import load_design
-    from market_agents.protocol.freeze import (
-        FreezeError,
-        build,
-        default_thresholds,
-        design_facts,
-        pilot_and_sigma_records,
-    )
+    from market_agents.protocol.facts import default_thresholds, design_facts
+    from market_agents.protocol.freeze import FreezeError, build
+    from market_agents.protocol.measured import pilot_and_sigma_records
     from market_agents.protocol.pilot import after_failed_pilot, prompt_versions
+    from market_agents.protocol.planning import load_checked
 
     out = args.out or layout.freeze_path(args.mock, args.results)
     pilot_file = args.pilot or layout.pilot_path(args.mock, args.results)
@@ -88,7 +84,7 @@ def _create(args: argparse.Namespace) -> int:
     if not pilot_file.exists():
         raise ConfigError(f"{pilot_file} does not exist: run `.venv/bin/snakemake "
                           f"{'rehearse_pilot' if args.mock else 'pilot'}` first")
-    design = load_design(args.design, args.results)
+    design = load_checked(args.design, args.results)
     pilot = json.loads(pilot_file.read_text())
     failed = [k for k, c in (pilot.get("criteria") or {}).items() if not c.get("pass")]
     repilot = None
@@ -112,7 +108,7 @@ def _create(args: argparse.Namespace) -> int:
         print(f"underpowered: {line}")
     freeze["pilot_failed_criteria_accepted"] = [] if repilot else failed
     freeze["repilot"] = repilot
-    sigma = load_design(args.sigma or design.path.parent / "sigma.yaml", args.results)
+    sigma = load_checked(args.sigma or design.path.parent / "sigma.yaml", args.results)
     freeze.update(pilot_and_sigma_records(
         facts, design, sigma, pilot, args.accept_unconfirmed_fundamentals, args.mock,
         layout.outcomes_path(sigma.name, args.mock, args.results)))
@@ -150,11 +146,13 @@ def _estimability(args: argparse.Namespace, design, facts: dict, pilot: dict) ->
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from market_agents.protocol.design import load_design
-    from market_agents.protocol.freeze import design_facts, git_revision, load, verify
+    from market_agents.protocol.facts import design_facts
+    from market_agents.protocol.freeze import git_revision, load, verify
+    from market_agents.protocol.planning import load_checked
 
     frozen = load(args.freeze)
-    verify(frozen, design_facts(load_design(args.design)), git_revision(), where=str(args.freeze))
+    verify(frozen, design_facts(load_checked(args.design)), git_revision(),
+           where=str(args.freeze))
     print(f"{args.freeze}: matches the code, {args.design} and HEAD "
           f"{(frozen.get('git') or {}).get('commit') or '(no git repository)'}")
     return 0

@@ -73,10 +73,10 @@ def _write(path: Path, data: dict) -> None:
 
 
 def _approve(args: argparse.Namespace) -> int:
-    from market_agents.protocol.design import load_design
     from market_agents.protocol.gate import Caps, approve, check_keys, design_runs, project_spent
+    from market_agents.protocol.planning import load_checked
 
-    design = load_design(args.design)
+    design = load_checked(args.design)
     where = f"{design.name}/{args.tier}"
     runs = design_runs(design, args.results)
     mine = [r for r in runs if r.tier == args.tier]
@@ -139,10 +139,10 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _reconcile(args: argparse.Namespace) -> int:
-    from market_agents.protocol.design import load_design
     from market_agents.protocol.gate import reconcile_tier
+    from market_agents.protocol.planning import load_checked
 
-    record = reconcile_tier(load_design(args.design), args.tier, args.results)
+    record = reconcile_tier(load_checked(args.design), args.tier, args.results)
     _write(args.out, record)
     print(f"{record['design']}/{record['tier']}: spent {record['spent_usd']:.4f} USD against "
           f"{record['planned_usd']:.4f} USD planned for {record['runs_done']} runs -> {args.out}")

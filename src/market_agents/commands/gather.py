@@ -44,10 +44,10 @@ def main(args: argparse.Namespace) -> int:
     Protocol:
         Run protocol §1 (``results/runs/<design>/outcomes.parquet``).
     """
-    from market_agents.protocol.design import load_design
+    from market_agents.protocol.planning import load_checked
     from market_agents.protocol.steps import write_gather
 
-    out = write_gather(load_design(args.design, args.results), args.mock, args.results,
+    out = write_gather(load_checked(args.design, args.results), args.mock, args.results,
                        args.allow_missing, args.tier, args.control)
     print(f"wrote {out}")
     return 0

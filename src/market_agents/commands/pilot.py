@@ -41,10 +41,10 @@ def _run(args: argparse.Namespace) -> int:
     import polars as pl
 
     from market_agents.layout import outcomes_path, run_dir
-    from market_agents.protocol.design import load_design
     from market_agents.protocol.pilot import prompt_versions, summarize
+    from market_agents.protocol.planning import load_checked, run_config
 
-    design = load_design(args.design)
+    design = load_checked(args.design)
     path = args.outcomes or outcomes_path(design.name, args.mock)
     if not path.exists():
         raise ConfigError(f"{path} does not exist: run `.venv/bin/snakemake pilot` (or `ma "
@@ -53,7 +53,7 @@ def _run(args: argparse.Namespace) -> int:
     dirs = [run_dir(design.name, c, s, args.mock) for c, s in design.runs()]
     models = {c: [m for r in llm.paid_routes() for m in llm.model_ids(r)]
               for c in design.cells if not design.cells[c].unavailable
-              for llm in [design.cell_config(c).population.llm]}
+              for llm in [run_config(design, c).population.llm]}
     summary = {"design": design.name, "rehearsal": args.mock,
                "prompt_versions": prompt_versions(design),
                **summarize(outcomes, dirs, control=args.control,

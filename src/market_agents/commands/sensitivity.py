@@ -63,14 +63,14 @@ def main(args: argparse.Namespace) -> int:
         ticks, not by re-simulating).
     """
     from market_agents.analysis.outcomes import Thresholds
-    from market_agents.protocol.design import load_design
+    from market_agents.protocol.planning import load_checked
     from market_agents.protocol.steps import sensitivity_grid, write_sensitivity
 
     _, bticks = parse_episode(args.bubble, "--bubble")
     _, cticks = parse_episode(args.crash, "--crash")
     grid = sensitivity_grid(_levels(args.bubbles, "--bubbles"), _levels(args.crashes, "--crashes"),
                             Thresholds(bubble_ticks=bticks, crash_ticks=cticks))
-    out = write_sensitivity(load_design(args.design), grid, args.mock, args.results,
+    out = write_sensitivity(load_checked(args.design), grid, args.mock, args.results,
                             args.allow_missing)
     print(f"wrote {out} ({len(grid)} threshold pairs per run)")
     return 0

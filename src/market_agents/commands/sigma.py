@@ -40,10 +40,10 @@ def main(args: argparse.Namespace) -> int:
     Protocol:
         Run protocol §3 (free σ estimates: ``share_0``, seeds 1–30).
     """
-    from market_agents.protocol.design import load_design
+    from market_agents.protocol.planning import load_checked
     from market_agents.protocol.steps import write_control_sd
 
-    out = write_control_sd(load_design(args.design, args.results), args.control, args.mock,
+    out = write_control_sd(load_checked(args.design, args.results), args.control, args.mock,
                            args.results)
     print(f"wrote {out}")
     return 0

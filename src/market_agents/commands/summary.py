@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from market_agents.analysis import tables
-from market_agents.analysis.tables import fired
+from market_agents.analysis import estimands
+from market_agents.analysis.estimands import fired
 from market_agents.errors import ConfigError
 
 COLUMNS = {
@@ -26,7 +26,7 @@ COLUMNS = {
     "spillover_dy": ("DY %", "{:.1f}"),
     "llm_usd": ("USD", "{:.4f}"),
 }
-# Labels of the mechanism-activity columns (analysis.tables.ACTIVITY: which, and in what order).
+# Labels of the mechanism-activity columns (analysis.estimands.ACTIVITY: which, and in what order).
 _LABELS = {
     "n_halts": ("halts", "{:.2f}"),
     "halted_ticks": ("halted", "{:.1f}"),
@@ -42,7 +42,7 @@ _LABELS = {
     "llm_decision_cap_holds": ("cap.hold", "{:.1f}"),
     "llm_budget_halts": ("usd.halt", "{:.1f}"),
 }
-ACTIVITY = {key: _LABELS[key] for key in tables.ACTIVITY}
+ACTIVITY = {key: _LABELS[key] for key in estimands.ACTIVITY}
 
 
 def register(sub: argparse._SubParsersAction) -> None:

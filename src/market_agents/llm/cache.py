@@ -33,6 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import diskcache
+
+from market_agents.atomic import write_json_atomic
 from market_agents.core import canonical_json
 from market_agents.errors import MarketAgentsError
 
@@ -259,8 +262,6 @@ class ResponseCache:
     """
 
     def __init__(self, path: str | Path, readonly: bool = False):
-        import diskcache
-
         # a regular file, an unreadable directory, a network filesystem
         self.path = check_path(path, write=False)
         settings = _store_settings(self.path)
@@ -396,8 +397,6 @@ class ResponseCache:
         self._store.set(key, value, retry=True)
 
     def _mark_paid(self) -> None:
-        from market_agents.atomic import write_json_atomic
-
         marker = self.path / PAID_MARKER
         if not marker.exists():
             with self._guard("write " + PAID_MARKER):

@@ -13,6 +13,7 @@ billed by the provider; it is the only one sent again on resume.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Callable
@@ -25,8 +26,7 @@ from market_agents.errors import ConfigError
 from market_agents.inputs import DEFAULT_STOP_GRACE_S, stop_grace_s
 from market_agents.inputs import STOP_GRACE_ENV as STOP_GRACE_ENV
 
-if TYPE_CHECKING:  # `ma` reads the grace at start-up; asyncio is imported only to drain
-    import asyncio
+if TYPE_CHECKING:  # a type in annotations only
     import concurrent.futures
 
 WAKE_S = 0.25  # the longest a waiting main thread takes to run a signal's handler
@@ -49,8 +49,6 @@ def drain(loop: asyncio.AbstractEventLoop, batch: concurrent.futures.Future,
         or was cancelled and its claim released. A second interrupt during the grace cuts
         it short (the calls still running are cancelled at once).
     """
-    import asyncio
-
     stop()
     try:
         grace = stop_grace_s() if grace_s is None else grace_s

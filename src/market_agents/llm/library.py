@@ -122,6 +122,8 @@ class DecisionLibrary:
             ConfigError: no matching answered request.
             CacheError: a damaged cache.
         """
+        # why: the response cache (diskcache, sqlite3) is needed to build a library, not to
+        # replay one
         from market_agents.llm.cache import ResponseCache
 
         cache = ResponseCache(path)

@@ -29,10 +29,15 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from market_agents import layout
+from market_agents.atomic import write_text_atomic
 from market_agents.config import read_yaml
 from market_agents.core import Strict, canonical_json, sha256_file, validation_message
 from market_agents.errors import ConfigError
-from market_agents.pipeline.workflow_config import DEFAULTS
+from market_agents.pipeline import evaluation, provenance, record
+from market_agents.pipeline.provenance import WORK, execution_id
+from market_agents.pipeline.record import git, head, require_declared
+from market_agents.pipeline.workflow_config import DEFAULTS, validate_workflow_config
+from market_agents.protocol.design import load_design
 from market_agents.protocol.tiers import TIERS
 
 Mode = Literal["sanity", "pilot", "full"]
@@ -158,8 +163,6 @@ def results_dir(run_id: str, mode: str, root: Path = Path(".")) -> Path:
 
 def work_dir(run_id: str, mode: str, root: Path = Path(".")) -> Path:
     """Where the target runs: the project (pilot, full) or a fresh folder of the sanity run."""
-    from market_agents.pipeline.provenance import WORK
-
     return results_dir(run_id, mode, root) / WORK if mode == "sanity" else root
 
 
@@ -172,9 +175,6 @@ def config_hash(run_id: str, root: Path = Path(".")) -> str:
 def design_hash(spec: RunSpec, root: Path = Path(".")) -> str:
     """SHA-256 over the design files the run's step runs (config/workflow.yaml's designs_dir),
     with their base configs and price tables: what a declaration pins besides the run config."""
-    from market_agents.pipeline.workflow_config import validate_workflow_config
-    from market_agents.protocol.design import load_design
-
     wf = validate_workflow_config(read_yaml(root / "config/workflow.yaml"), "config/workflow.yaml")
     files: dict[str, str] = {}
     for name in spec.designs:
@@ -266,8 +266,6 @@ def check_order(spec: RunSpec, root: Path = Path(".")) -> None:
 def clean_tree(root: Path) -> None:
     """Pilot and full results name the commit that produced them: tracked files must equal
     HEAD (results under .research/results/ aside)."""
-    from market_agents.pipeline.record import git
-
     status = git(root, "status", "--porcelain", "--untracked-files=no", "--", ".",
                  ":(exclude).research/results")
     if status:
@@ -307,9 +305,6 @@ def execute(spec: RunSpec, mode: str, root: Path = Path(".")) -> Path:
     Raises: RecordError (not declared), ConfigError (a staged input or a target's file missing,
     the target failed).
     """
-    from market_agents.pipeline.provenance import execution_id
-    from market_agents.pipeline.record import head, require_declared
-
     spec.mode(mode)
     check_order(spec, root)
     out = results_dir(spec.run_id, mode, root)
@@ -354,9 +349,6 @@ def evaluate_run(spec: RunSpec, mode: str, root: Path = Path(".")) -> tuple[Path
     """``src.evaluate``: metrics.json and the evaluation report from ``eval_inputs/``, then the
     provenance of the results directory. Returns the directory and, for sanity, the failure
     reason (None: pass)."""
-    from market_agents.atomic import write_text_atomic
-    from market_agents.pipeline import evaluation, provenance
-
     out = results_dir(spec.run_id, mode, root)
     run_file = out / "run.json"
     if not run_file.exists():
@@ -392,8 +384,6 @@ def sanity_failure(out: Path, metrics: dict[str, Any], root: Path) -> str | None
 
 def verify_metrics(directory: Path, root: Path = Path(".")) -> tuple[bool, str]:
     """Re-derive metrics.json from eval_inputs/ with the tasks and control it records."""
-    from market_agents.pipeline import evaluation
-
     path = directory / "metrics.json"
     try:
         saved = json.loads(path.read_text())
@@ -411,8 +401,6 @@ def verify(run_id: str | None = None, root: Path = Path(".")) -> list[tuple[bool
     hash of every file against .provenance.json, metrics.json against the metrics re-derived
     from eval_inputs/, and the run against its declaration in the record. (ok, line) per check.
     """
-    from market_agents.pipeline import provenance, record
-
     results_root = root / RESULTS_ROOTS["full"]
     if run_id is None:
         ids = sorted(p.name for p in results_root.glob("*") if p.is_dir()

@@ -16,7 +16,10 @@ from typing import Any
 
 import polars as pl
 
+from market_agents.analysis import stats
+from market_agents.analysis.stats import outcome_columns, paired_differences
 from market_agents.errors import ConfigError
+from market_agents.protocol.pilot import PRIMARY_OUTCOMES
 
 EVALUATION = Path(".research/evaluation.json")
 KINDS = {"outcomes": ".parquet", "manifest": ".json"}
@@ -28,8 +31,6 @@ def _finite(x: Any) -> float | None:
 
 def cell_means(frame: pl.DataFrame, control: str) -> dict[str, Any]:
     """Per cell: n_runs and the mean of every numeric outcome."""
-    from market_agents.analysis.stats import outcome_columns
-
     numeric = outcome_columns(frame)
     means = frame.group_by("cell").agg([pl.len().alias("n_runs"),
                                         *(pl.col(c).mean() for c in numeric)])
@@ -40,9 +41,6 @@ def cell_means(frame: pl.DataFrame, control: str) -> dict[str, Any]:
 def effects_vs_control(frame: pl.DataFrame, control: str) -> dict[str, Any] | None:
     """Per treated cell and primary outcome: mean, SD and n of the paired differences vs the
     control (None when the control cell is absent)."""
-    from market_agents.analysis.stats import outcome_columns, paired_differences
-    from market_agents.protocol.pilot import PRIMARY_OUTCOMES
-
     if control not in frame["cell"].to_list():
         return None
     numeric = outcome_columns(frame)
@@ -55,12 +53,10 @@ def effects_vs_control(frame: pl.DataFrame, control: str) -> dict[str, Any] | No
 
 def control_sd(frame: pl.DataFrame, control: str) -> dict[str, Any] | None:
     """Per outcome of the control cell: n, mean, SD (None when the control cell is absent)."""
-    from market_agents.analysis.stats import control_sd as table
-
     if control not in frame["cell"].to_list():
         return None
     return {r["outcome"]: {"n": r["n"], "mean": _finite(r["mean"]), "sd": _finite(r["sd"])}
-            for r in table(frame, control).iter_rows(named=True)}
+            for r in stats.control_sd(frame, control).iter_rows(named=True)}
 
 
 def manifest_figures(manifest: dict[str, Any], control: str) -> dict[str, Any]:
@@ -177,8 +173,6 @@ def report(run: dict[str, Any], metrics: dict[str, Any], inputs: dict[str, str],
         inputs: eval input file name -> sha256.
         types: the task types' descriptions (:func:`task_types`).
     """
-    from market_agents.protocol.pilot import PRIMARY_OUTCOMES
-
     lines = [f"# Evaluation of {run['run_id']} ({run['mode']})", "",
              f"- step: {run.get('step')}; Snakemake target `{run['target']}`",
              f"- commit {run.get('commit')}, execution {run.get('execution_id')}",

@@ -16,6 +16,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from market_agents.atomic import write_json_atomic
 from market_agents.core import sha256_file
 
 PROVENANCE_FILE = ".provenance.json"
@@ -56,8 +57,6 @@ def load(results_root: Path) -> dict[str, Any]:
 def record(results_root: Path, run_id: str, execution: str, commit: str | None) -> dict[str, Any]:
     """Declare the results directory ``results_root/run_id`` as produced by ``execution`` at
     ``commit``, with the hash of every file it holds now; other directories' entries are kept."""
-    from market_agents.atomic import write_json_atomic
-
     entry = {"execution_id": execution, "commit_hash": commit,
              "files": file_hashes(results_root / run_id)}
     data = load(results_root)

@@ -21,6 +21,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from market_agents.atomic import write_json_atomic
 from market_agents.core import canonical_json
 from market_agents.errors import MarketAgentsError
 
@@ -110,8 +111,6 @@ def declare(run_id: str, stage: str, claim: str, run_config: str, config_hash: s
             design_hash: str, root: Path = Path("."), date: str | None = None) -> dict[str, Any]:
     """Append a declaration (nothing is committed). RecordError when ``run_id`` is declared
     already (a run is declared once; declare a new id) or the record was edited by hand."""
-    from market_agents.atomic import write_json_atomic
-
     if stage not in STAGES:
         raise RecordError(f"--stage {stage!r}: a declaration is for a pilot or a full run")
     if not claim.strip():

@@ -18,10 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from market_agents import layout, provider_kinds
+from market_agents.bazaar.tiers import TIERS as BAZAAR_TIERS
 from market_agents.config import config_hash
 from market_agents.errors import ConfigError
+from market_agents.paper.catalog import ARTIFACTS
+from market_agents.paper.files import Paper
+from market_agents.paper.inputs import mock_note, parse_target
 from market_agents.pipeline.workflow_config import WorkflowConfig, validate_workflow_config
+from market_agents.protocol.planning import run_config
 from market_agents.protocol.registry import DesignRegistry
+from market_agents.protocol.steps import broken_cell_runs
 from market_agents.protocol.tiers import TIERS, label, rehearsal_target, target, tier_key
 from market_agents.sim.rundir import OUTCOMES_FILE, RUN_FILES
 
@@ -93,7 +99,7 @@ class Workflow:
         record's name carries the cell's config_hash, so a changed cell asks for new ones."""
         seeds = [s for c, s in self.designs.runs(design, max_seeds=self.config.max_seeds)
                  if c == cell]
-        chash = config_hash(self.designs.get(design).cell_config(cell))
+        chash = config_hash(run_config(self.designs.get(design), cell))
         n = self.config.runs_per_job
         return {str(layout.cell_runs_path(design, cell, seeds[i:i + n], chash)): seeds[i:i + n]
                 for i in range(0, len(seeds), n)}
@@ -115,8 +121,6 @@ class Workflow:
         Returns:
             The runs (or unreadable records) that voided a record, one per record dropped.
         """
-        from market_agents.protocol.steps import broken_cell_runs
-
         gone = []
         runs = layout.runs_dir(root=root)  # every design's folder
         for record in sorted(runs.glob(f"*/*/{layout.RUNS_GLOB}")):
@@ -371,7 +375,7 @@ class Workflow:
     def rehearsal_cell_hash(self, wildcards: Any) -> str:
         """The rehearsed cell's config hash (every live route served by the mock)."""
         design = self.designs.get(wildcards.design)
-        return config_hash(design.cell_config(wildcards.cell, mock=True))
+        return config_hash(run_config(design, wildcards.cell, mock=True))
 
     def gather_flags(self, wildcards: Any) -> str:
         """--mock for rehearsals; --allow-missing when max_seeds runs only part of each cell."""
@@ -418,8 +422,6 @@ class Workflow:
         of it is paid (or for its rehearsal), the sigma design, and for a rehearsal the
         rehearsed pilot. A live design's results are read as they are (the paper never starts
         a paid run; `ma paper` names what is missing)."""
-        from market_agents.protocol.paper import parse_target
-
         name, rehearsal = parse_target(self.paper_target)
         files = [self.design_file(name), self.gathered(self.config.sigma, mock=rehearsal)]
         if rehearsal or not self.designs.live_tiers(name):
@@ -438,10 +440,6 @@ class Workflow:
         """The Snakemake report's caption of every table and figure (``table/<name>``,
         ``figure/<name>``; price figures share one), as reStructuredText-safe plain text: the
         paper's own caption, with its mock-based mark."""
-        from market_agents.analysis.catalog import ARTIFACTS
-        from market_agents.analysis.export import Paper
-        from market_agents.protocol.paper import mock_note, parse_target
-
         name, rehearsal = parse_target(self.paper_target)
         paper = Paper(design=name, heading="", mock_note=mock_note(self.designs.get(name),
                                                                   rehearsal))
@@ -453,9 +451,7 @@ class Workflow:
     @property
     def bazaar_tiers(self) -> list[str]:
         """Every Bazaar tier, sorted."""
-        from market_agents.bazaar.tiers import TIERS
-
-        return sorted(TIERS)
+        return sorted(BAZAAR_TIERS)
 
     @property
     def bazaar_providers(self) -> str:

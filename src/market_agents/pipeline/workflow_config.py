@@ -13,12 +13,14 @@ fails when they drift.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, ValidationError
 
 from market_agents.atomic import write_text_atomic
+from market_agents.config import Config
 from market_agents.config_llm import TokenProfile
 from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
@@ -115,8 +117,6 @@ GUARD_ENV = "MARKET_AGENTS_GUARDS"
 def guard_settings() -> WorkflowConfig:
     """The protocol settings a paying `ma` command guards with: :data:`DEFAULTS`, or the
     invoking workflow's config when it runs as a workflow job (:meth:`WorkflowConfig.guard_env`)."""
-    import os
-
     raw = os.environ.get(GUARD_ENV)
     if not raw:
         return DEFAULTS
@@ -144,8 +144,6 @@ def validate_workflow_config(
 
 def schemas() -> dict[str, dict[str, Any]]:
     """File name → JSON schema, for every model the workflow validates."""
-    from market_agents.config import Config
-
     return {
         "config.schema.json": WorkflowConfig.model_json_schema(),
         "simulation.schema.json": Config.model_json_schema(),

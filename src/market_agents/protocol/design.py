@@ -1,6 +1,11 @@
 """Designs as data: a base config, design-level overrides, cells (overrides + seeds), tiers and
 budgets, loaded from ``config/designs/<name>.yaml`` and validated in full before anything runs.
 
+Loading a design parses and validates it, nothing more: what is computed from a design (its
+planned decisions and USD, the budget checks, an equal-USD cell's cap) is the planning step's
+(:mod:`market_agents.protocol.planning`), and the frozen cap comes from the freeze file
+(:mod:`market_agents.protocol.freeze`). This module reads no result file.
+
 Where a design's runs, caches and manifests live is :mod:`market_agents.layout`; a ``--mock``
 rehearsal (every live route served by the mock with the same model ids) lives apart from the
 live results there, so it can never be mistaken for, or overwrite, one.
@@ -19,8 +24,7 @@ from market_agents.config import MAX_SEED, MAX_SEEDS, Config, apply_overrides, v
 from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
 from market_agents.inputs import read_yaml
-from market_agents.layout import ROOT, freeze_path, rehearsal_library, run_dir
-from market_agents.protocol.planning import check_budgets
+from market_agents.layout import ROOT, rehearsal_library, run_dir
 from market_agents.protocol.tiers import label
 
 USD = Annotated[float, Field(ge=0)]
@@ -164,11 +168,15 @@ class Design:
     planning: Planning
     budget: BudgetSpec
     prices_path: Path
-    results: Path = ROOT  # the results root whose freeze.json equal-USD cells read
+    results: Path = ROOT  # the results root its runs (and the freeze its caps come from) live in
     primary_outcomes: list[str] | dict[str, list[str]] | None = None
     smallest_effect: dict[str, float] = field(default_factory=dict)
     sources: tuple[Path, ...] = ()  # the files its configs are built from: design, base, prices
-    _configs: dict[tuple[str, bool], Config] = field(default_factory=dict, repr=False)
+    _configs: dict[tuple[str, bool, float | None], Config] = field(default_factory=dict,
+                                                                   repr=False)
+    # what later steps computed from the design, once per loaded design (the planning step's
+    # equal-USD caps): a cache, not data
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def tiers(self) -> dict[str, list[str]]:
@@ -208,61 +216,61 @@ class Design:
         """``<design file>: cell '<cell>'``, the prefix of every message about a cell."""
         return f"{self.path}: cell {cell!r}"
 
-    def cell_config(self, cell: str, mock: bool = False) -> Config:
-        """The validated config of a cell; ``mock`` serves every live route by the mock."""
+    def cell_config(self, cell: str, mock: bool = False,
+                    usd_cap: float | None = None) -> Config:
+        """The validated config of a cell; ``mock`` serves every live route by the mock.
+
+        Args:
+            cell: the cell's name.
+            mock: serve every live route by the mock (a rehearsal).
+            usd_cap: an equal-USD cell's ``llm.usd_cap``, which the design does not hold (it
+                is the pilot's measured spend, read from the freeze): given by the step that
+                runs or plans the cell (``planning.run_config``); required for such a cell,
+                refused for any other.
+
+        Raises:
+            ConfigError: no such cell, or it is unavailable.
+        """
         c = self.cell(cell)
         if c.unavailable:
             raise ConfigError(f"{self.where(cell)} is unavailable: {c.unavailable}")
-        key = (cell, mock)
+        if (usd_cap is None) != (c.equal_usd_of is None):
+            raise ValueError(f"{self.where(cell)}: usd_cap is given for, and only for, an "
+                             "equal-USD cell (planning.run_config gives it)")
+        return self._config(c, mock, usd_cap)
+
+    def _config(self, c: Cell, mock: bool, usd_cap: float | None) -> Config:
+        key = (c.name, mock, usd_cap)
         if key not in self._configs:
-            self._configs[key] = self._build(c, mock)
+            self._configs[key] = self._build(c, mock, usd_cap)
         return self._configs[key]
 
-    def _build(self, c: Cell, mock: bool) -> Config:
+    def _build(self, c: Cell, mock: bool, usd_cap: float | None) -> Config:
         where = self.where(c.name)
         data = apply_overrides(self.base, self.overrides, str(self.path))
         data = apply_overrides(data, c.overrides, where)
         if c.equal_usd_of:
-            data = apply_overrides(data, {"population.llm.usd_cap": self.equal_usd_cap(c, mock)},
-                                   where)
+            ref = c.equal_usd_of
+            if ref not in self.cells or self.cells[ref].equal_usd_of:
+                raise ConfigError(f"{where}: equal_usd_of {ref!r} must name a cell of "
+                                  "the design without equal_usd_of of its own")
+            if usd_cap is not None:
+                data = apply_overrides(data, {"population.llm.usd_cap": usd_cap}, where)
         data["treatment"] = {**(data.get("treatment") or {}), **c.treatment}
         config = validate(data, where)
         return mock_config(config) if mock else config
-
-    def equal_usd_cap(self, c: Cell, mock: bool = False) -> float:
-        """The usd_cap of an equal-USD cell: ``freeze.json``'s ``equal_usd`` entry for its
-        reference cell (the rehearsal's freeze for ``mock``), or, before the freeze, the
-        reference cell's planned spend per run in this design (planning rate)."""
-        from market_agents.protocol.freeze import frozen_equal_usd
-        from market_agents.protocol.planning import plan_cell
-
-        ref = c.equal_usd_of
-        if ref not in self.cells or self.cells[ref].equal_usd_of:
-            raise ConfigError(f"{self.where(c.name)}: equal_usd_of {ref!r} must name a cell of "
-                              "the design without equal_usd_of of its own")
-        path = freeze_path(mock, self.results)
-        if path.exists():
-            return frozen_equal_usd(path, ref)
-        return plan_cell(self, ref).run_usd
-
-    def require_freeze(self, cell: str, mock: bool = False) -> None:
-        """An equal-USD cell runs only with its cap read from the freeze (never the planned
-        stand-in): ConfigError naming the missing file otherwise."""
-        c = self.cell(cell)
-        path = freeze_path(mock, self.results)
-        if c.equal_usd_of and not path.exists():
-            raise ConfigError(
-                f"{self.where(cell)}: its usd_cap is the pilot's measured spend per "
-                f"{c.equal_usd_of} run, read from {path}, which does not exist: freeze first "
-                f"(`.venv/bin/snakemake {'rehearse_freeze' if mock else 'freeze'}`)")
 
     def run_dir(self, cell: str, seed: int, mock: bool = False) -> Path:
         """The run directory of one of the design's runs under its results root."""
         return run_dir(self.name, cell, seed, mock, self.results)
 
     def is_live(self, cell: str) -> bool:
-        """True when the cell would call a paid provider: LLM slots and a non-mock route."""
-        config = self.cell_config(cell)
+        """True when the cell would call a paid provider: LLM slots and a non-mock route (an
+        equal-USD cell's cap does not change it)."""
+        c = self.cell(cell)
+        if c.unavailable:
+            raise ConfigError(f"{self.where(cell)} is unavailable: {c.unavailable}")
+        config = self._config(c, False, None)
         llm = config.population.llm
         return config.population.n_llm > 0 and bool(llm.paid_routes())
 
@@ -309,15 +317,17 @@ def load_design(path: str | Path, results: Path | str = ROOT) -> Design:
     Args:
         path: the design YAML (``config/designs/*.yaml``): a base config, design-level
             overrides, cells (dotted overrides + seeds, optionally a tier) and a budget.
-        results: the results root whose freeze the equal-USD cells read their cap from.
+        results: the results root its runs live in (and the freeze its equal-USD cells'
+            caps are read from, by the planning step).
 
     Returns:
         The :class:`Design`: its cells in file order, each with its seeds and tier.
 
     Raises:
         ConfigError: a malformed file, an unknown override key, a duplicated cell, an empty
-            seed list, budgets that do not add up, a live model without a price, or (for an
-            equal-USD cell) a freeze without its cap; the message names the file and key.
+            seed list, a tier without a budget, an equal-USD cell whose reference is not a
+            cell; the message names the file and key. Budgets, prices and caps are checked
+            by the planning step (``planning.load_checked``).
 
     Protocol:
         Run protocol §3 (Phase 5a exploratory, sigma), §4 (pilot) and §5.1-§5.2 (the
@@ -365,7 +375,8 @@ def load_design(path: str | Path, results: Path | str = ROOT) -> Design:
 
 
 def check_design(design: Design) -> None:
-    """Everything that can be wrong before a run: every config, tier names, prices, budgets."""
+    """Everything in the design itself that can be wrong before a run: every cell's config
+    (and its rehearsal's), tier names, the primary outcomes' tiers."""
     tiers = design.budget.tiers
     if isinstance(design.primary_outcomes, dict):
         for key in design.primary_outcomes:
@@ -378,23 +389,5 @@ def check_design(design: Design) -> None:
             raise ConfigError(f"{where}: tier {c.tier!r} has no budget (tiers: {', '.join(tiers)})")
         if c.unavailable:
             continue
-        design.cell_config(c.name)
-        design.cell_config(c.name, mock=True)
-        if design.is_live(c.name):
-            _check_live_prices(design, c.name)
-    check_budgets(design)
-
-
-def _check_live_prices(design: Design, cell: str) -> None:
-    from market_agents.llm.pricing import load_prices
-
-    table = load_prices(design.prices_path)
-    llm = design.cell_config(cell).population.llm
-    for route in llm.paid_routes():
-        for model in llm.model_ids(route):
-            if model not in table.models:
-                raise ConfigError(f"{design.where(cell)}: live model {model!r} (route {route}) "
-                                  f"has no price in {design.prices_path}")
-            if model not in design.planning.usd_per_decision:
-                raise ConfigError(f"{design.where(cell)}: live model {model!r} has no planning "
-                                  f"price (planning.usd_per_decision) in {design.path}")
+        design._config(c, False, None)  # an equal-USD cell's cap is not the design's
+        design._config(c, True, None)

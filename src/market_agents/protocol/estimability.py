@@ -3,7 +3,7 @@ any confirmatory call: each tier's Holm family, the minimum detectable effect of
 at its family's adjusted level, the cells too small to detect the design's smallest effect of
 interest, and the estimands that cannot be estimated at all.
 
-A family is a tier's contrasts (``analysis.tables.tier_contrasts``: each cell against share_0,
+A family is a tier's contrasts (``analysis.estimands.tier_contrasts``: each cell against share_0,
 E5 in T4) × the tier's primary outcomes (the design's ``primary_outcomes``); the paper's Holm
 adjustment runs over the same family, so the power the freeze records is the power of the test
 the paper reports.
@@ -17,12 +17,12 @@ from typing import Any
 import polars as pl
 
 from market_agents.analysis import stats
-from market_agents.analysis.tables import fired, tier_contrasts
+from market_agents.analysis.estimands import fired, tier_contrasts
 from market_agents.protocol.tiers import label
 
 
 def contrasts(cells: Mapping[str, Mapping[str, Any]]) -> list[stats.Contrast]:
-    """The pre-registered contrasts of :func:`~market_agents.protocol.freeze.design_facts`'
+    """The pre-registered contrasts of :func:`~market_agents.protocol.facts.design_facts`'
     ``cells`` (each with its ``tier``)."""
     return tier_contrasts(list(cells), lambda c: label(cells[c].get("tier")))
 
@@ -32,7 +32,7 @@ def families(cells: Mapping[str, Mapping[str, Any]],
     """Each tier's Holm family.
 
     Args:
-        cells: cell -> facts with ``tier`` (:func:`~market_agents.protocol.freeze.design_facts`).
+        cells: cell -> facts with ``tier`` (:func:`~market_agents.protocol.facts.design_facts`).
         primary: tier label -> its primary outcomes (``Design.primary``).
 
     Returns:
@@ -126,7 +126,7 @@ def not_estimable(cells: Mapping[str, Mapping[str, Any]], fams: Mapping[str, Map
       any of its rehearsed seeds (its estimand measures nothing).
 
     Args:
-        cells: :func:`~market_agents.protocol.freeze.design_facts`' cells.
+        cells: :func:`~market_agents.protocol.facts.design_facts`' cells.
         fams: :func:`families`.
         pilot: the pilot manifest (``sigma_d``).
         rehearsal: the confirmatory rehearsal's outcomes.parquet, when it has run.

@@ -1,13 +1,19 @@
 """The freeze (protocol §5.1, §6): one file, written before the first confirmatory call, that
 pins the code (the project's git commit, SHA-256 of the frozen files), the confirmatory design
-as a whole (its :func:`fingerprint`: base config, every cell's tier, seeds, treatment and
-resolved config, the budgets and caps, the planning rates and the prices of the models it
-uses), thresholds, the sensitivity grid, the pilot's σ̂_d table and the minimum detectable
+as a whole (its fingerprint, ``facts.fingerprint``: base config, every cell's tier, seeds,
+treatment and resolved config, the budgets and caps, the planning rates and the prices of the
+models it uses), thresholds, the sensitivity grid, the pilot's σ̂_d table and the minimum detectable
 effect per cell.
 
 :func:`mismatches` lists everything that differs now: a frozen file, any part of the design,
 a HEAD other than the frozen commit ("git log -1 matches freeze.json") or uncommitted changes
 in the work tree. ``protocol.guard`` runs it on every path to a confirmatory live call.
+
+This module is the freeze file: what it holds (:func:`build`), reading it (:func:`load`), what
+no longer matches it, and the one function a run's equal-USD cap comes from
+(:func:`frozen_equal_usd`). It knows nothing of a design object: what the freeze records of a
+design is :mod:`market_agents.protocol.facts`, what the pilot and the sigma runs fill in is
+:mod:`market_agents.protocol.measured`.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from market_agents.analysis.stats import ALPHA, POWER
 from market_agents.core import sha256_file
 from market_agents.errors import MarketAgentsError
 from market_agents.layout import deviations_log, freeze_path, pilot_path
+from market_agents.protocol import estimability
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 FROZEN_FILES = ("llm/prompting.py", "llm/schema.py", "analysis/outcomes.py")
@@ -71,7 +78,7 @@ def build(
     """The freeze's content.
 
     Args:
-        design: :func:`design_facts` (name, path, config_hash, fingerprint, cells {name:
+        design: ``facts.design_facts`` (name, path, config_hash, fingerprint, cells {name:
             {tier, overrides, seeds, models, live_decisions}}, budgets {tier: usd}, families,
             smallest_effect).
         pilot: the pilot manifest (its ``sigma_d`` table).
@@ -82,8 +89,6 @@ def build(
 
     Raises: FreezeError when a live model has no price or the pilot has no σ̂_d table.
     """
-    from market_agents.protocol import estimability
-
     models = sorted({m for c in design["cells"].values() for m in c.get("models", [])})
     table = prices.get("models", {})
     missing = [m for m in models if m not in table]
@@ -140,7 +145,7 @@ def mismatches(freeze: dict[str, Any], facts: dict[str, Any], git: dict[str, Any
 
     Args:
         freeze: the freeze file's content (:func:`build`).
-        facts: :func:`design_facts` of the confirmatory design now.
+        facts: ``facts.design_facts`` of the confirmatory design now.
         git: :func:`git_revision` of the project now.
         package_root: where the frozen files are read.
     """
@@ -172,7 +177,7 @@ def _short(commit: str | None) -> str:
 
 
 def _design_changes(frozen: dict[str, Any], now: dict[str, Any]) -> list[str]:
-    """What differs between two :func:`fingerprint` s, named by cell and key."""
+    """What differs between two fingerprints (``facts.fingerprint``), named by cell and key."""
     out = []
     cells_f, cells_n = frozen.get("cells", {}), now.get("cells", {})
     for cell in sorted(set(cells_n) - set(cells_f)):
@@ -220,266 +225,13 @@ def refusal(where: str, changed: list[str]) -> str:
             f"to run anyway (logged in {deviations_log()} and in every run manifest)")
 
 
-# --- from a design ----------------------------------------------------------------------------
-
-
-def base_config(design):
-    """The confirmatory base: the design's base config with its design-level overrides (cells'
-    own overrides excluded), validated."""
-    from market_agents.config import apply_overrides, validate
-
-    data = apply_overrides(design.base, design.overrides, str(design.path))
-    return validate(data, f"{design.path}: base")
-
-
-def base_config_hash(design) -> str:
-    """config_hash of the confirmatory base (:func:`base_config`)."""
-    from market_agents.config import config_hash
-
-    return config_hash(base_config(design))
-
-
-def market_fundamentals(config) -> dict[str, Any]:
-    """The fundamentals block and shocks of a config: what SD(V^pub/V − 1) depends on."""
-    return {"fundamentals": config.fundamentals.model_dump(mode="json"),
-            "shocks": [s.model_dump(mode="json") for s in config.shocks]}
-
-
-def fingerprint(design) -> dict[str, Any]:
-    """The confirmatory design as a whole, as data: what a changed design changes.
-
-    ``base_config_hash``, per cell its tier, seeds, treatment, unavailable reason, the
-    SHA-256 of the prompt and answer schema its LLM traders get (``prompt_identity``) and the
-    config_hash of its resolved config (overrides, caps such as ``usd_cap``, the base; an
-    equal-USD cell's cap is the freeze's ``equal_usd`` record, so its rule is hashed), the
-    budget block (cap, reserves, tier budgets), the planning rates, the price-table rows of
-    every live model (the prices used), and the analysis declared: each tier's primary outcomes
-    (its Holm family) and the smallest effects of interest.
-    """
-    from market_agents.agents.llm_trader import prompt_identity
-    from market_agents.config import config_hash
-    from market_agents.llm.pricing import load_prices
-
-    cells: dict[str, Any] = {}
-    models: set[str] = set()
-    for name, c in design.cells.items():
-        entry = {"tier": c.tier, "seeds": list(c.seeds), "treatment": c.treatment,
-                 "unavailable": c.unavailable}
-        if not c.unavailable:
-            config = design.cell_config(name)
-            if c.equal_usd_of:
-                # Its usd_cap is the freeze's own equal_usd record (planned spend before the
-                # freeze, the pilot's measured spend after): the rule is frozen, not the number,
-                # so freezing does not change the design it froze.
-                config = config.model_copy(deep=True)
-                config.population.llm.usd_cap = 0.0
-                entry["equal_usd_of"] = c.equal_usd_of
-            entry["config_hash"] = config_hash(config)
-            if config.population.n_llm and not config.population.llm.frozen_library:
-                # the prompt and schema as sent, not their labels: an edit that keeps
-                # prompt_version changes these
-                entry.update(prompt_identity(config))
-            if design.is_live(name):
-                llm = config.population.llm
-                models |= {m for r in llm.paid_routes() for m in llm.model_ids(r)}
-        cells[name] = entry
-    table = load_prices(design.prices_path)
-    return {"base_config_hash": base_config_hash(design), "cells": cells,
-            "budget": design.budget.model_dump(mode="json"),
-            "planning": design.planning.model_dump(mode="json"),
-            "prices": {m: table.price(m).model_dump(mode="json") for m in sorted(models)},
-            "analysis": {"primary_outcomes": {t: list(v)
-                                              for t, v in design.primary_by_tier.items()},
-                         "smallest_effect": dict(design.smallest_effect)}}
-
-
-def design_facts(design) -> dict[str, Any]:
-    """What the freeze records of a design: its base config hash, fingerprint, budgets, per
-    cell the tier, overrides, seeds, models, live decisions and planned USD (Run protocol §5.1),
-    each tier's Holm family (``estimability.families``) and the smallest effects of interest.
-    """
-    from market_agents.protocol.estimability import families
-    from market_agents.protocol.planning import plan_design
-
-    cells = {}
-    for p in plan_design(design):
-        if p.unavailable:
-            continue
-        c = design.cell(p.cell)
-        cells[p.cell] = {"tier": p.tier, "overrides": c.overrides, "seeds": p.seeds,
-                         "models": sorted(p.by_model), "live_decisions": p.decisions,
-                         "planned_usd": round(p.usd, 6)}
-    return {"name": design.name, "path": str(design.path), "config_hash": base_config_hash(design),
-            "fingerprint": fingerprint(design), "cells": cells,
-            "budgets": dict(design.budget.tiers),
-            "families": families(cells, design.primary_by_tier),
-            "smallest_effect": dict(design.smallest_effect)}
-
-
-def default_thresholds() -> dict[str, Any]:
-    """The outcome thresholds the freeze records by default (bubble, crash, VAR order, horizon)."""
-    from dataclasses import asdict
-
-    from market_agents.analysis.outcomes import Thresholds
-
-    return asdict(Thresholds())
-
-
-# --- what the pilot and the sigma runs fill in (§5.1, §5.2: the protocol's TBDs) -------------
-# Kept apart from build(): each is its own field of freeze.json.
-
-# §5.1: the confirmatory fundamentals are chosen so that SD(V^pub/V - 1) ≈ 0.5 %; the freeze
-# confirms it on the sigma seeds, within this relative tolerance.
-FUNDAMENTALS_TARGET_SD = 0.005
-FUNDAMENTALS_TOLERANCE = 0.25
-
-
-def equal_usd(pilot: dict[str, Any], cells: list[str]) -> dict[str, dict[str, Any]]:
-    """``freeze.json``'s ``equal_usd``: for each reference cell (``equal_usd_of`` of the
-    design's equal-USD cells, e.g. ``share_25``), the measured mean spend per pilot run that
-    becomes the equal-USD cell's ``llm.usd_cap`` (§5.2 T5, TBD ≈ 0.34).
-
-    Args:
-        pilot: the pilot manifest (``usd_per_run`` by cell: mean_usd, runs, models).
-        cells: the reference cells.
-
-    Raises: FreezeError when the pilot has no spend for a reference cell.
-    """
-    per_run = pilot.get("usd_per_run") or {}
-    out = {}
-    for cell in sorted(set(cells)):
-        row = per_run.get(cell)
-        if not row or not row.get("runs") or not row.get("mean_usd"):
-            raise FreezeError(f"the pilot manifest has no measured spend per {cell!r} run "
-                              "(usd_per_run): the equal-USD cap cannot be frozen; re-run "
-                              "`ma pilot` on a pilot with that live cell")
-        out[cell] = {"usd_cap": float(row["mean_usd"]), "runs": row["runs"],
-                     "models": row.get("models", []),
-                     "measured_as": "mean llm_usd per pilot run of this cell"}
-    return out
-
-
 def frozen_equal_usd(path: Path, cell: str) -> float:
-    """The equal-USD cap a design reads: ``equal_usd[cell].usd_cap`` of the freeze at ``path``;
-    FreezeError when the freeze does not hold one."""
+    """The equal-USD cap of the cells whose reference cell is ``cell``:
+    ``equal_usd[cell].usd_cap`` of the freeze at ``path``; the one function a run's frozen cap
+    comes from (``planning.equal_usd_cap`` asks it); FreezeError when the freeze does not
+    hold one."""
     entry = (load(path).get("equal_usd") or {}).get(cell)
     if not entry or entry.get("usd_cap") is None:
         raise FreezeError(f"{path} has no equal_usd entry for {cell!r}: the freeze predates the "
                           "equal-USD cap; record a deviation and re-freeze")
     return float(entry["usd_cap"])
-
-
-def public_value_gap_sd(ticks: Any) -> float:
-    """SD (ddof 1) over a run's ticks of V^pub/V − 1 (``ticks.parquet``: public_value,
-    fundamental; the first asset)."""
-    t = ticks.filter(ticks["asset"] == 0)
-    return float((t["public_value"] / t["fundamental"] - 1.0).std(ddof=1))
-
-
-def fundamentals_check(run_dirs: dict[int, Path], fundamentals: dict[str, Any],
-                       confirmatory: dict[str, Any], target: float = FUNDAMENTALS_TARGET_SD,
-                       tolerance: float = FUNDAMENTALS_TOLERANCE) -> dict[str, Any]:
-    """``freeze.json``'s ``fundamentals_check`` (§5.1): SD(V^pub/V − 1) measured on each sigma
-    seed, their mean, and whether it lies within ``tolerance`` (relative) of ``target``.
-
-    Args:
-        run_dirs: sigma seed -> its run directory.
-        fundamentals: the sigma runs' fundamentals block and shocks (``{"fundamentals": …,
-            "shocks": …}``); they must be the confirmatory base's (``confirmatory``), or the
-            measurement confirms nothing.
-        confirmatory: the confirmatory base's fundamentals block and shocks.
-        target: the target SD of V^pub/V − 1 (default 0.005: the protocol's ≈ 0.5 %).
-        tolerance: the relative tolerance around ``target`` (default 0.25: 25 %).
-
-    Raises: FreezeError when the blocks differ or a run's ticks are missing.
-    """
-    import polars as pl
-
-    from market_agents.sim.rundir import table_file
-
-    if fundamentals != confirmatory:
-        raise FreezeError("the sigma design's fundamentals and shocks differ from the "
-                          "confirmatory base's: the check would measure another market; give "
-                          "them the same overrides")
-    per_seed = {}
-    for seed, path in sorted(run_dirs.items()):
-        f = Path(path) / table_file("ticks")
-        if not f.exists():
-            raise FreezeError(f"{f} does not exist: run `.venv/bin/snakemake sigma` before "
-                              "the freeze")
-        per_seed[str(seed)] = public_value_gap_sd(pl.read_parquet(f))
-    if not per_seed:
-        raise FreezeError("no sigma runs to measure SD(V^pub/V - 1) on")
-    mean = sum(per_seed.values()) / len(per_seed)
-    return {"measure": "SD(V^pub/V - 1) over the ticks of each sigma run", "target": target,
-            "tolerance": tolerance, "mean_sd": mean, "per_seed": per_seed,
-            "confirmed": abs(mean / target - 1.0) <= tolerance, **confirmatory}
-
-
-def token_profiles(pilot: dict[str, Any], models: list[str],
-                   measured: list[str]) -> dict[str, dict[str, Any]]:
-    """``freeze.json``'s ``token_profiles``: tokens per decision in force for each model of the
-    design. The pilot's models (``measured``) carry the pilot's measured means; any other model
-    (gpt-5.4-mini) is assumed equal to the first measured one until it is measured (§5.2)."""
-    tokens = pilot.get("tokens_per_decision") or {}
-    profile = {k: tokens.get(k) for k in ("in", "out", "reasoning")}
-    source = sorted(measured)[0] if measured else None
-    out = {}
-    for m in sorted(set(models)):
-        if m in measured:
-            out[m] = {**profile, "source": "measured in the pilot"}
-        else:
-            out[m] = {**profile, "source": f"assumed equal to {source} (not measured)"
-                      if source else "unmeasured"}
-    return out
-
-
-def sigma_runs(sigma, gathered: Path | None = None) -> list[tuple[str, int]]:
-    """The sigma runs the freeze measures: those of the stage's gathered ``outcomes.parquet``
-    (every seed, or the first ``max_seeds`` of a small stage), else every run of the design.
-    Each one's ticks.parquet must exist (:func:`fundamentals_check`)."""
-    import polars as pl
-
-    if gathered is None or not gathered.exists():
-        return sigma.runs()
-    frame = pl.read_parquet(gathered, columns=["cell", "seed"])
-    return sorted((str(c), int(s)) for c, s in frame.iter_rows()) or sigma.runs()
-
-
-def pilot_and_sigma_records(facts: dict[str, Any], design, sigma, pilot: dict[str, Any],
-                            accept_unconfirmed: bool = False, sigma_mock: bool = False,
-                            sigma_gathered: Path | None = None) -> dict[str, Any]:
-    """The freeze's fields that the pilot and the sigma runs fill in (the protocol's TBDs):
-    ``equal_usd`` (§5.2 T5), ``fundamentals_check`` (§5.1) and ``token_profiles`` (§5.2).
-
-    Args:
-        facts: :func:`design_facts` of the confirmatory design (its live models).
-        design: the confirmatory design (its base, its equal-USD cells).
-        sigma: the sigma design, whose runs (under its results root) are measured.
-        pilot: the pilot manifest.
-        accept_unconfirmed: freeze although the fundamentals miss their target (recorded).
-        sigma_mock: read the sigma runs of the rehearsal (a rehearsal's freeze never reads the
-            live roots).
-        sigma_gathered: the sigma design's gathered outcomes.parquet: which runs to measure.
-
-    Raises: FreezeError when a measurement is missing or the fundamentals are unconfirmed.
-    """
-    runs = sigma_runs(sigma, sigma_gathered)
-    check = fundamentals_check(
-        {seed: sigma.run_dir(cell, seed, sigma_mock) for cell, seed in runs},
-        market_fundamentals(sigma.cell_config(runs[0][0])),
-        market_fundamentals(base_config(design)))
-    if not check["confirmed"]:
-        if not accept_unconfirmed:
-            raise FreezeError(
-                f"SD(V^pub/V - 1) on the sigma seeds is {check['mean_sd']:.4%}, not within "
-                f"{check['tolerance']:.0%} of {check['target']:.2%} (§5.1): adjust "
-                "fundamentals.jump_sigma, or freeze anyway with "
-                "--accept-unconfirmed-fundamentals and record the deviation")
-        check["accepted_unconfirmed"] = True
-    models = sorted({m for c in facts["cells"].values() for m in c.get("models", [])})
-    measured = sorted({m for row in (pilot.get("usd_per_run") or {}).values()
-                       for m in row.get("models", [])})
-    refs = [c.equal_usd_of for c in design.cells.values() if c.equal_usd_of]
-    return {"equal_usd": equal_usd(pilot, refs), "fundamentals_check": check,
-            "token_profiles": token_profiles(pilot, models, measured)}

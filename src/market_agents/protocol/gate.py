@@ -19,7 +19,7 @@ from market_agents.layout import ROOT, budget_manifest, run_dir
 from market_agents.protocol import ledger
 from market_agents.protocol.design import Design
 from market_agents.protocol.ledger import recorded_usd
-from market_agents.protocol.planning import RunPlan, run_plans
+from market_agents.protocol.planning import RunPlan, run_config, run_plans
 from market_agents.protocol.tiers import SACRIFICE_ORDER, tier_key
 from market_agents.sim.rundir import OUTCOMES_FILE
 
@@ -185,12 +185,14 @@ def project_spent(results: Path = ROOT) -> float:
 def missing_keys(design: Design, cells: list[str]) -> list[tuple[str, str]]:
     """(cell, what is missing) for every paid route of ``cells`` whose API key is not set
     (``.env`` is read first); empty when every key is there."""
+    # why: the provider registry is the LLM layer; the workflow imports this module at DAG time
+    # and only a live tier's key check needs it
     from market_agents.llm.providers.registry import api_key, load_env
 
     load_env()
     missing = []
     for cell in cells:
-        llm = design.cell_config(cell).population.llm
+        llm = run_config(design, cell).population.llm
         for route in llm.paid_routes():
             try:
                 api_key(llm.kind(route), route, llm.settings(route))

@@ -12,6 +12,11 @@ workflow job that can pay).
   within the project cap and, for the pilot design, the pilot cap; refused before any call,
   naming the worst case (and the plan), the ledger total and the cap. ``ma design`` first
   checks all its runs at their plan, then each run again at its worst case as it starts.
+
+A guard belongs to one command: what does not change while the command runs (the freeze file
+and its SHA-256, the git revision, the confirmatory design and its facts, a cell's plan and
+worst case) is read once and kept; the spend ledger, which the command's own runs add to, is
+read again before each run.
 """
 
 from __future__ import annotations
@@ -24,9 +29,19 @@ from pathlib import Path
 from typing import Any
 
 from market_agents import layout
+from market_agents.config import Config, config_hash
 from market_agents.core import sha256_file
 from market_agents.protocol import deviations, freeze, ledger
-from market_agents.protocol.design import Design, load_design
+from market_agents.protocol.design import Design
+from market_agents.protocol.facts import design_facts
+from market_agents.protocol.planning import (
+    cell_worst_case_usd,
+    load_checked,
+    plan_cell,
+    plan_config,
+    run_config,
+    worst_case_usd,
+)
 
 
 @dataclass
@@ -50,6 +65,8 @@ class Guard:
     deviation: str | None = None
     freeze_path: Path | None = None
     _facts: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    # what the command reads once: the freeze, its sha256, git, the confirmatory design, plans
+    _once: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
     def freeze_file(self) -> Path:
@@ -58,11 +75,27 @@ class Guard:
 
     def _frozen(self) -> dict[str, Any] | None:
         """The freeze's content, or None when there is none (or it cannot be read: the freeze
-        check itself then names the problem)."""
-        try:
-            return json.loads(self.freeze_file.read_text())
-        except (OSError, ValueError):
-            return None
+        check itself then names the problem). Read once per command."""
+        if "frozen" not in self._once:
+            try:
+                self._once["frozen"] = json.loads(self.freeze_file.read_text())
+            except (OSError, ValueError):
+                self._once["frozen"] = None
+        return self._once["frozen"]
+
+    def _loaded_freeze(self) -> tuple[dict[str, Any], str]:
+        """The freeze's content (``freeze.load``: FreezeError when it is missing or malformed)
+        and its SHA-256, read once per command."""
+        if "loaded" not in self._once:
+            self._once["loaded"] = (freeze.load(self.freeze_file),
+                                    sha256_file(self.freeze_file))
+        return self._once["loaded"]
+
+    def _git(self) -> dict[str, Any]:
+        """``freeze.git_revision()`` of the project, asked once per command."""
+        if "git" not in self._once:
+            self._once["git"] = freeze.git_revision()
+        return self._once["git"]
 
     def is_confirmatory(self, design_name: str) -> bool:
         """The workflow's confirmatory design, or the design a freeze names."""
@@ -75,7 +108,7 @@ class Guard:
     def _design_facts(self, design: Design) -> dict[str, Any]:
         key = str(design.path)
         if key not in self._facts:
-            self._facts[key] = freeze.design_facts(design)
+            self._facts[key] = design_facts(design)
         return self._facts[key]
 
     def check_freeze(self, design: Design | None) -> dict[str, Any]:
@@ -83,8 +116,8 @@ class Guard:
         gone). Returns the record for the run manifests (the freeze, the deviation if any);
         raises :class:`freeze.FreezeError` without a freeze, or when something no longer
         matches and no ``--deviation`` was given."""
-        frozen = freeze.load(self.freeze_file)
-        git = freeze.git_revision()
+        frozen, digest = self._loaded_freeze()
+        git = self._git()
         if design is None:
             changed = [f"the confirmatory design file {self.confirmatory_file} is missing"]
         else:
@@ -93,7 +126,7 @@ class Guard:
             raise freeze.FreezeError(freeze.refusal(str(self.freeze_file), changed))
         rec: dict[str, Any] = {"freeze": {
             "file": str(self.freeze_file),
-            "sha256": sha256_file(self.freeze_file),
+            "sha256": digest,
             "commit": (frozen.get("git") or {}).get("commit"), "holds": not changed}}
         if self.deviation:
             rec["deviations"] = [deviations.record(
@@ -104,7 +137,7 @@ class Guard:
         if not self.deviation:
             return {}
         return {"deviations": [deviations.record(self.root, self.deviation, [], design,
-                                                 freeze.git_revision())]}
+                                                 self._git())]}
 
     # --- before paid work ---------------------------------------------------------------
 
@@ -130,8 +163,6 @@ class Guard:
             FreezeError: a confirmatory design without a matching freeze.
             BudgetExceeded: the caps would be passed (one line: amount, ledger total, cap).
         """
-        from market_agents.protocol.planning import cell_worst_case_usd, plan_cell
-
         live = sorted({c for c, _ in runs if design.is_live(c)})
         if not live:
             return {}, 0.0, 0.0
@@ -139,20 +170,28 @@ class Guard:
             rec = self.check_freeze(design)
         else:
             rec = self._deviation_only(design.name)
-        per_run = {c: plan_cell(design, c).run_usd for c in live}
-        planned = sum(per_run.get(c, 0.0) for c, _ in runs)
-        worst_per_run = {c: cell_worst_case_usd(design, c) for c in live}
-        worst_usd = sum(worst_per_run.get(c, 0.0) for c, _ in runs)
+        per_run = {c: self._cell_usd(design, c) for c in live}
+        planned = sum(per_run[c][0] for c, _ in runs if c in per_run)
+        worst_usd = sum(per_run[c][1] for c, _ in runs if c in per_run)
         if math.isinf(worst_usd):  # no usd_cap: say so, not "worst case inf USD"
+            # why: the client loads the LLM layer (asyncio, ssl), needed only for this message
             from market_agents.llm.client import LLMClient
 
             for c in live:
-                LLMClient.check_settings(design.cell_config(c).population.llm)
+                LLMClient.check_settings(run_config(design, c).population.llm)
         ledger.check(self.caps, planned, where, design.name, self.root,
                      worst_usd=worst_usd if worst else None)
         return rec, planned, worst_usd
 
-    def config_run(self, config, where: str) -> tuple[dict[str, Any], float, float]:
+    def _cell_usd(self, design: Design, cell: str) -> tuple[float, float]:
+        """A live cell's planned USD per run (planning rate) and its worst case per run, once
+        per command."""
+        key = ("cell_usd", str(design.path), cell)
+        if key not in self._once:
+            self._once[key] = (plan_cell(design, cell).run_usd, cell_worst_case_usd(design, cell))
+        return self._once[key]
+
+    def config_run(self, config: Config, where: str) -> tuple[dict[str, Any], float, float]:
         """Check a live run of a bare config (``ma run``): the freeze when the config is one
         of the confirmatory design's live cells (now, or as frozen), then the caps against
         its worst case (``planning.worst_case_usd``: its ``usd_cap``).
@@ -166,14 +205,12 @@ class Guard:
             BudgetExceeded: its worst case plus the ledger would pass a cap.
             ConfigError: a live run without a ``usd_cap`` (``LLMClient.check_settings``).
         """
-        from market_agents.config import config_hash
-        from market_agents.protocol.planning import plan_config, worst_case_usd
-
         planned = plan_config(config)
         if planned <= 0:
             return {}, 0.0, 0.0
         worst_usd = worst_case_usd(config)
         if math.isinf(worst_usd):  # no usd_cap: say so, not "worst case inf USD"
+            # why: the client loads the LLM layer (asyncio, ssl), needed only for this message
             from market_agents.llm.client import LLMClient
 
             LLMClient.check_settings(config.population.llm)
@@ -189,8 +226,12 @@ class Guard:
         return rec, planned, worst_usd
 
     def _confirmatory_design(self) -> Design | None:
-        path = self.confirmatory_file
-        return load_design(path) if path is not None and path.exists() else None
+        """The confirmatory design (None: no file), loaded and checked once per command."""
+        if "confirmatory" not in self._once:
+            path = self.confirmatory_file
+            self._once["confirmatory"] = (load_checked(path) if path is not None
+                                          and path.exists() else None)
+        return self._once["confirmatory"]
 
     def paying(self, out: Path | str, planned_usd: float, kind: str = "run",
                design: str | None = None, worst_usd: float | None = None

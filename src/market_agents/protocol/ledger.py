@@ -34,7 +34,7 @@ from typing import Any
 from market_agents.atomic import write_json_atomic
 from market_agents.errors import BudgetExceeded, ConfigError
 from market_agents.layout import ROOT, runs_dir, spend_dir
-from market_agents.sim.rundir import MANIFEST_FILE, OUTCOMES_FILE, is_complete
+from market_agents.sim.rundir import MANIFEST_FILE, OUTCOMES_FILE, is_complete, paid_usd
 
 
 @dataclass(frozen=True)
@@ -87,8 +87,6 @@ def recorded_usd(run: Path) -> float | None:
     killed and resumed counts the answers paid before the kill, and mock answers count
     nothing. Else ``llm_usd`` of outcomes.json; None when the run has not finished. The ledger
     and the gate read a run's spend only through this function."""
-    from market_agents.sim.rundir import paid_usd
-
     outcomes, manifest = run / OUTCOMES_FILE, run / MANIFEST_FILE
     if manifest.exists():
         return paid_usd(json.loads(manifest.read_text()))

@@ -8,6 +8,7 @@ Reads only the gathered ``outcomes.parquet`` and, for latency, each run's
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ import polars as pl
 
 from market_agents.analysis.stats import PRIMARY_OUTCOMES, paired_differences
 from market_agents.errors import ConfigError
+from market_agents.protocol.design import Design
+from market_agents.protocol.planning import run_config
 from market_agents.sim.rundir import table_file
 
 CRITERIA = {
@@ -156,8 +159,6 @@ def require_failed(path: Path) -> dict[str, Any]:
     """The failure path (§4) starts only once a failed pilot is recorded: the pilot manifest at
     ``path`` must exist and fail a criterion. Returns {path, failed criteria}; ConfigError
     naming the file otherwise (no pilot yet, or a pilot that passed)."""
-    import json
-
     if not path.exists():
         raise ConfigError(f"{path} does not exist: the re-pilot (§4) runs only after the pilot "
                           "has run and failed; run `.venv/bin/snakemake pilot` first")
@@ -173,9 +174,9 @@ def require_failed(path: Path) -> dict[str, Any]:
     return {"path": str(path), "failed": failed}
 
 
-def prompt_versions(design) -> list[str]:
+def prompt_versions(design: Design) -> list[str]:
     """The prompt revisions the design's live cells use (one, normally)."""
-    return sorted({design.cell_config(c).population.llm.prompt_version
+    return sorted({run_config(design, c).population.llm.prompt_version
                    for c in design.cells if not design.cells[c].unavailable
                    and design.is_live(c)})
 

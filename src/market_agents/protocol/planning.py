@@ -8,22 +8,30 @@ Two rates are reported side by side:
 Tier budgets and the project/pilot cap are checked against the planning rate, as the protocol's
 tables are. A per-run ``usd_cap`` below the planned run cost stops decisions at the cap
 (equal-USD cells such as mini_25_equalusd); the decisions are counted at the planning rate.
+
+This is the step that computes from a design (which is data: ``protocol/design.py``): the
+checks a design must pass before anything runs (:func:`check`, :func:`load_checked`: live
+models priced, tier budgets and the cap adding up) and an equal-USD cell's cap
+(:func:`equal_usd_cap`: the freeze's, through ``freeze.frozen_equal_usd``, else its
+reference cell's planned spend), which :func:`run_config` passes into the cell's config.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
 
+import polars as pl
+
+from market_agents.config import Config
 from market_agents.config_llm import TokenProfile
 from market_agents.errors import ConfigError
+from market_agents.layout import ROOT, freeze_path
+from market_agents.prices import load_prices
+from market_agents.protocol.design import Design, load_design
+from market_agents.protocol.freeze import frozen_equal_usd
 from market_agents.protocol.tiers import NO_TIER, label
-
-if TYPE_CHECKING:  # design.py imports this module to check budgets when a design loads
-    from market_agents.config import Config
-    from market_agents.protocol.design import Design
-
 
 _TOKENS = TokenProfile()  # the planned tokens per decision (760 in, 230 out)
 
@@ -93,12 +101,55 @@ class CellPlan:
                 "model_decisions": self.model_decisions()}
 
 
+def equal_usd_cap(design: Design, cell: str, mock: bool = False) -> float | None:
+    """The ``llm.usd_cap`` of an equal-USD cell (None for any other cell): ``freeze.json``'s
+    ``equal_usd`` entry for its reference cell, read through ``freeze.frozen_equal_usd`` (the
+    rehearsal's freeze for ``mock``), or, before the freeze, the reference cell's planned
+    spend per run in this design (planning rate). Computed once per loaded design.
+
+    Raises:
+        FreezeError: the freeze exists but holds no cap for the reference cell.
+    """
+    c = design.cell(cell)
+    if c.equal_usd_of is None:
+        return None
+    key = ("equal_usd_cap", cell, mock)
+    if key not in design.memo:
+        path = freeze_path(mock, design.results)
+        design.memo[key] = (frozen_equal_usd(path, c.equal_usd_of) if path.exists()
+                            else plan_cell(design, c.equal_usd_of).run_usd)
+    return design.memo[key]
+
+
+def run_config(design: Design, cell: str, mock: bool = False) -> Config:
+    """The config a run of ``cell`` gets: the design's cell config, with an equal-USD cell's
+    cap (:func:`equal_usd_cap`) passed in. Every step that runs, plans, hashes or checks a
+    cell's config asks this function.
+
+    Raises:
+        ConfigError: no such cell, or it is unavailable.
+    """
+    return design.cell_config(cell, mock, equal_usd_cap(design, cell, mock))
+
+
+def require_freeze(design: Design, cell: str, mock: bool = False) -> None:
+    """An equal-USD cell runs only with its cap read from the freeze (never the planned
+    stand-in): ConfigError naming the missing file otherwise."""
+    c = design.cell(cell)
+    path = freeze_path(mock, design.results)
+    if c.equal_usd_of and not path.exists():
+        raise ConfigError(
+            f"{design.where(cell)}: its usd_cap is the pilot's measured spend per "
+            f"{c.equal_usd_of} run, read from {path}, which does not exist: freeze first "
+            f"(`.venv/bin/snakemake {'rehearse_freeze' if mock else 'freeze'}`)")
+
+
 def decisions_per_agent(design: Design, cell: str) -> int:
     """Decisions each LLM agent of ``cell`` makes in one run: ⌊(ticks − burn_in) /
     decision_interval⌋ (27 on the protocol's base) unless the design's planning fixes it, capped
     at the cell's ``decision_cap``.
     """
-    config = design.cell_config(cell)
+    config = run_config(design, cell)
     return config_decisions_per_agent(config, design.planning.decisions_per_agent)
 
 
@@ -150,8 +201,6 @@ def plan_config(config: Config, tokens_in: int = _TOKENS.tokens_in,
     by_model = live_decisions(config, config_decisions_per_agent(config))
     if not by_model:
         return 0.0
-    from market_agents.llm.pricing import load_prices
-
     table = load_prices()
     rates = {m: table.planned_cost(m, tokens_in, tokens_out) for m in by_model}
     by_model = capped(by_model, rates, config.population.llm.usd_cap)
@@ -180,7 +229,7 @@ def worst_case_usd(config: Config) -> float:
 def cell_worst_case_usd(design: Design, cell: str) -> float:
     """The most one run of a design's ``cell`` can pay (see :func:`worst_case_usd`); 0.0 for
     a cell that makes no paid call."""
-    return _capped(design.cell_config(cell)) if design.is_live(cell) else 0.0
+    return _capped(run_config(design, cell)) if design.is_live(cell) else 0.0
 
 
 def _capped(config: Config) -> float:
@@ -214,7 +263,7 @@ def plan_cell(design: Design, cell: str, tokens_in: int = _TOKENS.tokens_in,
     seeds = c.seeds[:max_seeds]
     if c.unavailable:
         return CellPlan(cell, c.tier, seeds, False, 0, 0, 0.0, 0.0, 0.0, unavailable=c.unavailable)
-    config = design.cell_config(cell)
+    config = run_config(design, cell)
     llm = config.population.llm
     per_agent = decisions_per_agent(design, cell)
     n_llm = config.population.n_llm
@@ -230,8 +279,6 @@ def plan_cell(design: Design, cell: str, tokens_in: int = _TOKENS.tokens_in,
     run_usd = sum(d * rates[m] for m, d in by_model.items())
     table_rate = {}
     if by_model:
-        from market_agents.llm.pricing import load_prices
-
         table = load_prices(design.prices_path)
         table_rate = {m: table.planned_cost(m, tokens_in, tokens_out) for m in by_model}
     return CellPlan(cell, c.tier, seeds, live, n_llm, per_agent, sum(by_model.values()),
@@ -289,6 +336,47 @@ def check_budgets(design: Design) -> None:
                 + f" USD exceed cap_usd {b.cap_usd:.2f}")
 
 
+def check_prices(design: Design) -> None:
+    """Every model a live cell calls has a row in the design's price table and a planning
+    price (``planning.usd_per_decision``)."""
+    table = None
+    for name, c in design.cells.items():
+        if c.unavailable or not design.is_live(name):
+            continue
+        table = table or load_prices(design.prices_path)
+        llm = run_config(design, name).population.llm
+        for route in llm.paid_routes():
+            for model in llm.model_ids(route):
+                if model not in table.models:
+                    raise ConfigError(f"{design.where(name)}: live model {model!r} (route "
+                                      f"{route}) has no price in {design.prices_path}")
+                if model not in design.planning.usd_per_decision:
+                    raise ConfigError(f"{design.where(name)}: live model {model!r} has no "
+                                      f"planning price (planning.usd_per_decision) in "
+                                      f"{design.path}")
+
+
+def check(design: Design) -> None:
+    """What the planning step checks of a design before anything runs: live models priced
+    (:func:`check_prices`), then each tier's planned USD within its budget and budgets plus
+    reserves within the cap (:func:`check_budgets`)."""
+    check_prices(design)
+    check_budgets(design)
+
+
+def load_checked(path: str | Path, results: Path | str = ROOT) -> Design:
+    """A design as every command uses it: loaded and validated (``design.load_design``),
+    then checked by the planning step (:func:`check`).
+
+    Raises:
+        ConfigError: what either finds wrong, naming the file and key.
+        FreezeError: an equal-USD cell whose freeze holds no cap.
+    """
+    design = load_design(path, results)
+    check(design)
+    return design
+
+
 def render(design: Design, plans: list[CellPlan], tokens_in: int, tokens_out: int) -> str:
     """The ``ma budget`` table: one line per cell, grouped by tier, with tier totals."""
     lines = [f"{design.name}: planned live decisions and USD "
@@ -341,14 +429,11 @@ def measured_profile(paths: list[str]) -> list[dict]:
 
     Returns rows ``{model, prompt_version, decisions, tokens_in, tokens_out, source}`` (tokens:
     mean per decision). Raises ConfigError for a path that is neither."""
-    from pathlib import Path
-
-    import polars as pl
-
     rows = []
     for raw in paths:
         path = Path(raw)
         if (path / "cache.db").exists():
+            # why: the response cache loads sqlite3 and the LLM layer; only --measured needs it
             from market_agents.llm.cache import ResponseCache
 
             cache = ResponseCache(path)

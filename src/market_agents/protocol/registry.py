@@ -12,9 +12,9 @@ from pathlib import Path
 
 from market_agents.errors import ConfigError
 from market_agents.layout import ROOT
-from market_agents.protocol.design import Design, load_design
+from market_agents.protocol.design import Design
 from market_agents.protocol.gate import cut_runs, missing_keys
-from market_agents.protocol.planning import plan_design
+from market_agents.protocol.planning import load_checked, plan_design, run_config
 from market_agents.protocol.tiers import label, tier_key
 
 
@@ -50,7 +50,7 @@ class DesignRegistry:
                     f"{', '.join(self.names()) or 'none'}; add the file or fix designs_dir in "
                     "config/workflow.yaml"
                 )
-            design = load_design(path)
+            design = load_checked(path)
             if design.name != name:
                 raise ConfigError(f"{path}: name {design.name!r} differs from the file name; "
                                   "make them equal (the workflow finds a design's runs by its "
@@ -124,7 +124,7 @@ class DesignRegistry:
         design = self.get(name)
         if design.cells[cell].unavailable:
             return None
-        return design.cell_config(cell, mock=mock).population.llm.frozen_library
+        return run_config(design, cell, mock=mock).population.llm.frozen_library
 
     def library_files(self, name: str) -> list[str]:
         """The library files the available cells of a design replay."""
@@ -137,7 +137,7 @@ class DesignRegistry:
             design = self.get(name)
             for cell in design.cells:
                 if self.frozen_library(name, cell) == library:
-                    return design.cell_config(cell).population.llm.model_ids("library")[0]
+                    return run_config(design, cell).population.llm.model_ids("library")[0]
         raise ConfigError(f"no cell of {names[0]} replays {library}: nothing to build")
 
     def plan_line(self, name: str, tier: str, tokens_in: int, tokens_out: int) -> str:

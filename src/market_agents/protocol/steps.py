@@ -7,12 +7,15 @@ simulate (one cell x seed into its run_dir) -> score (outcomes.json) -> gather
 
 from __future__ import annotations
 
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 from itertools import product
+from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
+from tqdm import tqdm
 
 from market_agents.analysis.outcomes import (
     EPISODE_KEYS,
@@ -21,7 +24,10 @@ from market_agents.analysis.outcomes import (
     Thresholds,
 )
 from market_agents.analysis.scoring import THRESHOLDS_KEY, episodes_at, load_run, write_outcomes
-from market_agents.atomic import write_parquet_atomic
+from market_agents.analysis.stats import control_sd
+from market_agents.atomic import write_json_atomic, write_parquet_atomic
+from market_agents.config import config_hash
+from market_agents.core import sha256_file
 from market_agents.errors import ConfigError, MarketAgentsError
 from market_agents.layout import (
     ROOT,
@@ -33,17 +39,19 @@ from market_agents.layout import (
     run_dir,
     sensitivity_path,
 )
-from market_agents.protocol.design import Design
+from market_agents.protocol.design import Design, load_design
+from market_agents.protocol.planning import require_freeze, run_config
 from market_agents.protocol.tiers import TIERS
 from market_agents.sim.rundir import (
     OUTCOMES_FILE,
     RunDirError,
     is_complete,
+    paid_usd,
     read_json,
     read_manifest,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the guard imports nothing of this module; only its type is named here
     from market_agents.protocol.guard import Guard
 
 
@@ -70,8 +78,6 @@ def paid_runs(design: Design, mock: bool = False,
               root: Path | str = ROOT) -> list[tuple[Path, float]]:
     """(run directory, USD of its paid answers) for every finished run of the design: the
     record a cache must not silently lose (see ``llm.cache.check_record``)."""
-    from market_agents.sim.rundir import paid_usd
-
     out = []
     for run in sorted(design_dir(design.name, mock, root).glob("*/seed*")):
         if is_complete(run) and (usd := paid_usd(read_manifest(run))) > 0:
@@ -79,19 +85,48 @@ def paid_runs(design: Design, mock: bool = False,
     return out
 
 
+class PaidRuns:
+    """:func:`paid_runs` of one design for one command: every finished manifest is read once,
+    when first asked, and each run the command finishes is added as it finishes (instead of
+    reading every manifest of the design again before each run)."""
+
+    def __init__(self, design: Design, mock: bool = False, root: Path | str = ROOT):
+        self.design, self.mock, self.root = design, mock, root
+        self._runs: dict[Path, float] | None = None
+
+    def runs(self) -> list[tuple[Path, float]]:
+        """What :func:`paid_runs` returns now (the same runs, in the same order)."""
+        if self._runs is None:
+            self._runs = dict(paid_runs(self.design, self.mock, self.root))
+        return sorted(self._runs.items())
+
+    def finished(self, run: Path) -> None:
+        """Count ``run``, which this command has just made, if it is finished and paid."""
+        if self._runs is not None and is_complete(run) and (
+                usd := paid_usd(read_manifest(run))) > 0:
+            self._runs[run] = usd
+
+
 def simulate(design: Design, cell: str, seed: int, mock: bool = False,
              cache: str | Path | None = None, root: Path | str = ROOT,
              progress: bool | None = False, replay: bool = False,
-             new_cache: bool = False, guard: Guard | None = None) -> Path:
+             new_cache: bool = False, guard: Guard | None = None,
+             paid: PaidRuns | None = None) -> Path:
     """One run into its run_dir (atomic, via runner.run_to_dir). ``replay``: serve every
     answer from the cache (a miss stops the run); ``new_cache``: allow an empty or missing
     cache although the design's runs recorded paid answers. A live run with a ``guard``
     passes its freeze and spend checks first, is recorded in the spend ledger while it runs,
-    and carries the guard's record (freeze, deviation) in its manifest."""
+    and carries the guard's record (freeze, deviation) in its manifest. ``paid``: the
+    command's record of the design's paid runs (default: read now, for this run alone).
+
+    An equal-USD cell runs only under the freeze, with the frozen cap passed into its config
+    (``planning.require_freeze``, ``planning.run_config``)."""
+    # why: the engine (sim.runner: the market, the traders) loads only to run; the workflow
+    # imports this module at DAG time
     from market_agents.sim.runner import run_to_dir
 
-    design.require_freeze(cell, mock)
-    config = design.cell_config(cell, mock=mock)
+    require_freeze(design, cell, mock)
+    config = run_config(design, cell, mock=mock)
     if replay:
         config = config.model_copy(deep=True)
         config.population.llm.replay = True
@@ -99,22 +134,25 @@ def simulate(design: Design, cell: str, seed: int, mock: bool = False,
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)
     out = run_dir(design.name, cell, seed, mock, root)
-    paid = paid_runs(design, mock, root) if cache is not None else None
+    if cache is not None and paid is None:
+        paid = PaidRuns(design, mock, root)
     record, paying = None, None
     if guard is not None and not mock and design.is_live(cell):
         record, planned, worst = guard.design_runs(design, [(cell, seed)],
                                                    f"ma cell {design.name}/{cell} seed {seed}")
         paying = guard.paying(out, planned, design=design.name, worst_usd=worst)
-    return run_to_dir(config, seed, out, cache, progress=progress, new_cache=new_cache,
-                      paid_runs=paid, record=record, paying=paying)
+    made = run_to_dir(config, seed, out, cache, progress=progress, new_cache=new_cache,
+                      paid_runs=paid.runs() if cache is not None and paid is not None else None,
+                      record=record, paying=paying)
+    if paid is not None:
+        paid.finished(out)
+    return made
 
 
 def is_fresh(design: Design, cell: str, mock: bool, path: Path) -> bool:
     """Whether the finished run at ``path`` was made from the cell's current config (its
     manifest's config_hash)."""
-    from market_agents.config import config_hash
-
-    return read_manifest(path).get("config_hash") == config_hash(design.cell_config(cell, mock))
+    return read_manifest(path).get("config_hash") == config_hash(run_config(design, cell, mock))
 
 
 def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path) -> None:
@@ -130,16 +168,15 @@ def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
                   cache: str | Path | None = None, root: Path | str = ROOT,
                   th: Thresholds | None = None, replay: bool = False,
                   new_cache: bool = False, guard: Guard | None = None,
-                  replace_stale: bool = False) -> str:
+                  replace_stale: bool = False, paid: PaidRuns | None = None) -> str:
     """Simulate and score one run unless already done; returns what was done: ``ran``,
     ``scored`` (a finished run without outcomes.json), ``reused`` or ``replaced``.
 
     ``replace_stale``: a finished run made from another config than the cell's now that paid
     for nothing is run again (``replaced``), as Snakemake re-runs a changed free cell; one that
-    paid stops with :class:`StaleRun`, as every stale run does without it.
+    paid stops with :class:`StaleRun`, as every stale run does without it. ``paid``: the
+    command's record of the design's paid runs (:class:`PaidRuns`).
     """
-    from market_agents.sim.rundir import paid_usd
-
     path = run_dir(design.name, cell, seed, mock, root)
     did = "ran"
     if is_complete(path):
@@ -155,7 +192,7 @@ def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
         forget_cell_runs(path)
     if did in ("ran", "replaced"):
         simulate(design, cell, seed, mock, cache, root, replay=replay, new_cache=new_cache,
-                 guard=guard)
+                 guard=guard, paid=paid)
     if did != "reused":
         write_outcomes(path, th)
     return did
@@ -190,8 +227,6 @@ def broken_cell_runs(record: Path) -> str | None:
         The first run directory that voids the record (the record itself when unreadable);
         None when every run it names is as it was.
     """
-    from market_agents.core import sha256_file
-
     try:
         vouched = read_json(record).get("outcomes_sha256")
     except (OSError, RunDirError, AttributeError):
@@ -214,10 +249,6 @@ def write_cell_runs(design: Design, cell: str, seeds: list[int], mock: bool,
     Raises:
         MissingRuns: a seed without outcomes.json (the record is then not written).
     """
-    from market_agents.atomic import write_json_atomic
-    from market_agents.config import config_hash
-    from market_agents.core import sha256_file
-
     runs = {}
     for seed in seeds:
         outcomes = run_dir(design.name, cell, seed, mock, root) / OUTCOMES_FILE
@@ -225,7 +256,7 @@ def write_cell_runs(design: Design, cell: str, seeds: list[int], mock: bool,
             raise MissingRuns(f"{outcomes}: missing; {path} is not written")
         runs[f"seed{seed:04d}"] = sha256_file(outcomes)
     write_json_atomic(path, {"design": design.name, "cell": cell, "mock": mock,
-                             "config_hash": config_hash(design.cell_config(cell, mock)),
+                             "config_hash": config_hash(run_config(design, cell, mock)),
                              "outcomes_sha256": runs})
     return Path(path)
 
@@ -256,7 +287,7 @@ def gather(design: Design, mock: bool = False, root: Path | str = ROOT,
         if not is_fresh(design, cell, mock, path):
             stale.append(str(path))
             continue
-        config = design.cell_config(cell, mock)
+        config = run_config(design, cell, mock)
         labels = {f"treatment_{k}": v for k, v in config.treatment.items()}
         out = read_json(path / OUTCOMES_FILE)
         scored_at = out.pop(THRESHOLDS_KEY, None)  # None: written before it was recorded
@@ -331,8 +362,6 @@ def write_sensitivity(design: Design, grid: list[Thresholds], mock: bool = False
 
 def _worker(design_path: str, cell: str, seed: int, mock: bool, cache: str | None,
             root: str, th: Thresholds | None, replay: bool) -> tuple[str, int, str]:
-    from market_agents.protocol.design import load_design
-
     return cell, seed, run_and_score(load_design(design_path, root), cell, seed, mock, cache,
                                      root, th, replay)
 
@@ -346,14 +375,9 @@ def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | 
     processes, live cells one at a time in this process through the shared cache. With a
     ``guard``, the live runs still to make are checked as a whole before anything runs (the
     freeze, the caps for their total plan), and each again before its first call."""
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from multiprocessing import get_context
-
-    from tqdm import tqdm
-
     for name in cells or []:
         if design.cell(name).unavailable:
-            design.cell_config(name)  # raises with the cell's message
+            run_config(design, name)  # raises with the cell's message
     todo = design.runs(cells, max_seeds)
     live = [(c, s) for c, s in todo if not mock and design.is_live(c)]
     free = [(c, s) for c, s in todo if (c, s) not in set(live)]
@@ -371,6 +395,7 @@ def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | 
         bar.update()
 
     free_cache = None if cache is None else str(cache)
+    paid = PaidRuns(design, mock, root)  # the design's paid runs, read once for this command
     if workers > 1 and len(free) > 1:
         with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
             futures = [pool.submit(_worker, str(design.path), c, s, mock, free_cache, str(root),
@@ -379,9 +404,11 @@ def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | 
                 done(*fut.result())
     else:
         for c, s in free:
-            done(c, s, run_and_score(design, c, s, mock, free_cache, root, th, replay))
+            done(c, s, run_and_score(design, c, s, mock, free_cache, root, th, replay,
+                                     paid=paid))
     for c, s in live:
-        done(c, s, run_and_score(design, c, s, mock, cache, root, th, replay, new_cache, guard))
+        done(c, s, run_and_score(design, c, s, mock, cache, root, th, replay, new_cache, guard,
+                                 paid=paid))
     bar.close()
     return counts
 
@@ -390,8 +417,6 @@ def write_control_sd(design: Design, control: str, mock: bool = False,
                      root: Path | str = ROOT) -> Path:
     """The free σ estimates (§3): the control SD of every outcome, from the design's gathered
     outcomes.parquet, into ``control_sd.parquet`` beside it (analysis.stats.control_sd)."""
-    from market_agents.analysis.stats import control_sd
-
     src = outcomes_path(design.name, mock, root)
     if not src.exists():
         raise ConfigError(f"{src} does not exist: run `.venv/bin/snakemake {design.name}` "

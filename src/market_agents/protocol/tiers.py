@@ -3,7 +3,7 @@ of their workflow targets, and the order in which seeds are sacrificed when spen
 plan.
 
 :data:`TIERS` is the one list of tiers: the protocol's steps (``protocol/steps.py``), the rows
-of the paper's protocol DAG (``PaperData.tiers``, set by ``protocol/paper.py``), the run
+of the paper's protocol DAG (``PaperData.tiers``, set by ``paper/inputs.py``), the run
 contract's steps (``pipeline.contract.STEPS``) and the workflow's target rules
 (``rules/targets.smk`` declares ``tier_<T>`` and ``rehearse_<T>`` in a loop over it) all derive
 from it; ``tests/pipeline/test_tiers.py`` checks they agree. A new tier is this list, its cells

@@ -32,6 +32,7 @@ class AnthropicProvider(SDKProvider):
 
     def __init__(self, route: str, settings: ProviderSettings, key: str | None, url: str | None):
         super().__init__(route)
+        # why: the SDK loads only when a route of this kind is built (registry factories)
         import anthropic
 
         self._sdk = anthropic

@@ -18,6 +18,7 @@ class OpenAICompatibleProvider(SDKProvider):
 
     def __init__(self, route: str, settings: ProviderSettings, key: str | None, url: str):
         super().__init__(route)
+        # why: the SDK loads only when a route of this kind is built (registry factories)
         import openai
 
         self._sdk = openai

@@ -9,6 +9,8 @@ import importlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 
+from dotenv import find_dotenv, load_dotenv
+
 from market_agents import provider_kinds
 from market_agents.errors import ConfigError
 from market_agents.llm.config import ProviderSettings
@@ -61,8 +63,6 @@ def provider_class(kind: str) -> type[Provider]:
 
 def load_env() -> None:
     """Read ``.env`` from the working directory (never overriding the environment)."""
-    from dotenv import find_dotenv, load_dotenv
-
     load_dotenv(find_dotenv(usecwd=True), override=False)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from market_agents.analysis import tables
-from market_agents.analysis.tables import PaperData
+from market_agents.paper import estimates, tables
+from market_agents.paper.data import PaperData
 
 
 def _data(rows: list[dict]) -> PaperData:
@@ -29,7 +29,7 @@ def test_fairness_shows_decisions_made_and_budget_halted_per_agent():
                      "n_llm_decisions": 675, "llm_budget_halts": 510,
                      "llm_decision_cap_holds": 0, "llm_decisions_per_agent": 27.0,
                      "llm_usd": 0.34, "llm_valid_rate": 0.9, "volatility": 0.0031})
-    table = tables.fairness(_data(rows))
+    table = estimates.fairness(_data(rows))
     levels = table.filter(pl.col("part") == "levels")
     by = {r["cell"]: r for r in levels.iter_rows(named=True)}
     assert by["mini_25"]["offered_per_agent"] == by["mini_25_equalusd"][
@@ -64,7 +64,7 @@ def test_sensitivity_is_one_row_per_cell_and_one_column_per_threshold():
 def test_a_mechanism_cell_is_drawn_on_a_seed_where_its_mechanism_acted():
     """breaker_25's median-volatility seed halted nowhere; the figure takes the median of the
     seeds where the breaker halted (a cell whose mechanism never acted keeps every seed)."""
-    from market_agents.analysis.paper import representative_seeds
+    from market_agents.paper.contents import representative_seeds
 
     outcomes = pl.DataFrame({
         "cell": ["breaker_25"] * 3 + ["memory_25"] * 3,
@@ -76,7 +76,7 @@ def test_a_mechanism_cell_is_drawn_on_a_seed_where_its_mechanism_acted():
 
 
 def test_the_spend_figure_of_a_mock_design_draws_no_cap():
-    from market_agents.analysis.paperfigs import spend
+    from market_agents.paper.figures import spend
 
     overview = pl.DataFrame({"tier": ["all"], "usd_planned": [0.0], "usd_spent": [0.0],
                              "usd_priced": [27.0], "tier_budget": [None],

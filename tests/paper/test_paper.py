@@ -12,10 +12,11 @@ import matplotlib.text
 import polars as pl
 import pytest
 
-from market_agents.analysis.catalog import ARTIFACTS
 from market_agents.cli import main
+from market_agents.paper.catalog import ARTIFACTS
+from market_agents.paper.inputs import Roles, load
+from market_agents.paper.make import make_paper
 from market_agents.protocol.design import load_design
-from market_agents.protocol.paper import Roles, load, make_paper
 from market_agents.protocol.steps import run_design, write_gather
 from market_agents.protocol.tiers import TIERS
 from market_agents.sim.rundir import MANIFEST_FILE, table_file
@@ -100,7 +101,7 @@ def test_exploratory_paper_writes_what_the_design_supports_and_says_why_not_the_
     deviations = (out / "deviations.md").read_text()
     assert "53,388 decisions and 32.58 USD" in deviations and "`config/`" in deviations
     assert ">= 3.11" in deviations and "No deviation has been logged" in deviations
-    from market_agents.analysis.cards import KNOWN_DEVIATIONS
+    from market_agents.paper.cards import KNOWN_DEVIATIONS
 
     for known in KNOWN_DEVIATIONS:  # every known departure, dated, from the one list
         assert f"- {known['date']} ({known['section']}): {known['reason']}" in deviations
@@ -147,7 +148,7 @@ def json_list(folder: Path, key: str) -> list[str]:
 def test_a_rehearsal_is_marked_mock_based_in_every_title_and_caption(project):
     data, texts, _ = load("rehearse_confirmatory", project / "config/test/designs", ROLES,
                           project / "results")
-    from market_agents.analysis.paper import build
+    from market_agents.paper.contents import build
 
     built = build(data, texts)
     assert data.rehearsal and data.confirmatory and data.mock_note == "Mock-based rehearsal"
@@ -169,9 +170,9 @@ def test_a_rehearsal_is_marked_mock_based_in_every_title_and_caption(project):
     assert primary.filter(pl.col("cell") == "share_25")["mde"].drop_nulls().len() > 0
     # The rehearsal's paper names what the freeze would refuse (every cell has a control on
     # its seeds, its mechanism acted, its outcomes vary: none here)
+    from market_agents.paper.inputs import not_estimable_note
     from market_agents.protocol.design import load_design
-    from market_agents.protocol.freeze import design_facts
-    from market_agents.protocol.paper import not_estimable_note
+    from market_agents.protocol.facts import design_facts
 
     assert data.not_estimable == "none"
     facts = design_facts(load_design(project / "config/test/designs/confirmatory.yaml"))

@@ -1,6 +1,7 @@
-"""The paper of a design from its data (:class:`~market_agents.analysis.tables.PaperData`):
-every table and figure of the catalogue the design supports, and a reason for each one it
-does not. Pure: nothing here reads or writes a file (``protocol/paper.py`` does).
+"""What the paper of a design contains, from its data
+(:class:`~market_agents.paper.data.PaperData`): every table and figure of the catalogue the
+design supports, and a reason for each one it does not. Pure: nothing here reads or writes a
+file (``paper/inputs.py`` reads, ``paper/files.py`` writes, ``paper/make.py`` runs both).
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from typing import Any
 
 import polars as pl
 
-from market_agents.analysis import paperfigs, tables
-from market_agents.analysis.catalog import artifact
-from market_agents.analysis.export import Paper
+from market_agents.analysis.estimands import fired
 from market_agents.analysis.figures import price_figure
-from market_agents.analysis.tables import PaperData, Skip
+from market_agents.paper import estimates, figures, tables
+from market_agents.paper.catalog import artifact
+from market_agents.paper.data import PaperData, Skip
+from market_agents.paper.files import Paper
 
 
 def _acted(runs: pl.DataFrame) -> pl.DataFrame:
@@ -75,14 +77,14 @@ def build(data: PaperData, texts: dict[str, str], inputs: list[str] | None = Non
             paper.figures[name] = (a, fig, title or a.title)
 
     overview = table("design_overview", tables.design_overview(data))
-    primary = table("primary_estimates", tables.primary_estimates(data))
-    dose = table("dose_response", tables.dose_response(primary, data))
-    table("mechanisms", tables.mechanisms(data))
+    primary = table("primary_estimates", estimates.primary_estimates(data))
+    dose = table("dose_response", estimates.dose_response(primary, data))
+    table("mechanisms", estimates.mechanisms(data))
     table("mechanism_activity", tables.mechanism_activity(data))
-    table("diversity", tables.diversity(data))
+    table("diversity", estimates.diversity(data))
     table("model_mix", tables.model_mix(data))
-    table("fairness", tables.fairness(data))
-    table("spillover", tables.spillover(data))
+    table("fairness", estimates.fairness(data))
+    table("spillover", estimates.spillover(data))
     table("library", tables.library(data))
     table("control_sd", tables.control_sd(data))
     table("sensitivity", tables.sensitivity(data))
@@ -90,8 +92,8 @@ def build(data: PaperData, texts: dict[str, str], inputs: list[str] | None = Non
 
     note = data.mock_note
     never = {c: [m for m, (acted, _) in ms.items() if not acted]
-             for c, ms in tables.fired(data.outcomes).items()}
-    figure("dose_response", lambda: paperfigs.dose_response(
+             for c, ms in fired(data.outcomes).items()}
+    figure("dose_response", lambda: figures.dose_response(
         dose, note, artifact("figure", "dose_response").title))
     for cell in data.cells:
         if cell not in data.ticks:
@@ -104,11 +106,11 @@ def build(data: PaperData, texts: dict[str, str], inputs: list[str] | None = Non
                  + (f"; its {', '.join(idle)} never acted on any seed" if idle else "") + ")")
         shown = f"[{note}] {title}" if note else title
         figure(f"price_{cell}", lambda t=ticks, m=manifest, s=shown: price_figure(t, m, s), title)
-    figure("outcome_distributions", lambda: paperfigs.outcome_distributions(
+    figure("outcome_distributions", lambda: figures.outcome_distributions(
         data.outcomes, note, artifact("figure", "outcome_distributions").title))
-    figure("pilot_diagnostics", lambda: paperfigs.pilot_diagnostics(
+    figure("pilot_diagnostics", lambda: figures.pilot_diagnostics(
         data, artifact("figure", "pilot_diagnostics").title))
-    figure("spend", lambda: paperfigs.spend(overview, note, artifact("figure", "spend").title))
-    figure("protocol_dag", lambda: paperfigs.protocol_dag(
+    figure("spend", lambda: figures.spend(overview, note, artifact("figure", "spend").title))
+    figure("protocol_dag", lambda: figures.protocol_dag(
         data.plan, data.tiers, note, artifact("figure", "protocol_dag").title))
     return paper

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from markdown_it import MarkdownIt
 
-from market_agents.analysis.catalog import Artifact
+from market_agents.analysis.figures import _pyplot
 from market_agents.atomic import write_json_atomic, write_text_atomic
+from market_agents.paper.catalog import Artifact
 
 DPI = 110
 
@@ -163,8 +165,6 @@ STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1400px}"
 def markdown_html(text: str) -> str:
     """Markdown (CommonMark, markdown-it-py) as HTML; raw HTML in the text is escaped, not
     passed through."""
-    from markdown_it import MarkdownIt
-
     return MarkdownIt("commonmark", {"html": False}).render(text)
 
 
@@ -254,8 +254,6 @@ def write_paper(paper: Paper, out: Path, progress: Any = None) -> list[Path]:
     """Write the paper under ``out`` (tables/, figures/, the texts, index.html, paper.json);
     other files there (paper/Makefile) are left alone. ``progress(label)`` is called per file
     group. Returns the files written."""
-    from market_agents.analysis.figures import _pyplot
-
     out.mkdir(parents=True, exist_ok=True)
     tables: dict[str, bytes | str] = {}
     for name, (a, frame) in paper.tables.items():

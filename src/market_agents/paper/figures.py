@@ -1,6 +1,6 @@
 """The paper's figures as pure functions of frames: each returns a matplotlib Figure (or a
-:class:`~market_agents.analysis.tables.Skip`); ``analysis/export.py`` saves it as PNG and PDF.
-The price paths reuse :func:`market_agents.analysis.figures.price_figure`.
+:class:`~market_agents.paper.data.Skip`); ``paper/files.py`` saves it as PNG and PDF. The price
+paths reuse :func:`market_agents.analysis.figures.price_figure`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import polars as pl
 from market_agents import layout
 from market_agents.analysis.figures import _pyplot
 from market_agents.analysis.stats import PAPER_OUTCOMES
-from market_agents.analysis.tables import PaperData, Skip
+from market_agents.paper.data import PaperData, Skip
 
 # The tier whose paid answers build the decision library (rules/library.smk); the gate of the
 # tier after it waits for the library.
@@ -234,9 +234,6 @@ def spend(overview: pl.DataFrame, mock_note: str | None, title: str):
     ax.legend(handles[0] + h2[0], handles[1] + h2[1], fontsize=8, loc="upper left")
     _title(fig, title, mock_note)
     return fig
-
-
-# --- the protocol DAG ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

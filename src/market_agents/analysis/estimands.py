@@ -1,0 +1,49 @@
+"""What the study estimates, as the protocol pre-registered it: the contrasts of a design's
+cells (every cell against the control ``share_0`` in its tier's Holm family, and E5 in
+leverage_25's), and whether a mechanism cell's mechanism acted on a seed (a cell whose
+mechanism never fired measures nothing): the mechanism-activity outcomes and :func:`fired`.
+
+Shared by the freeze's estimability (``protocol/estimability.py``), ``ma summary`` and the
+paper (``paper/estimates.py``, ``paper/tables.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import polars as pl
+
+from market_agents.analysis.stats import Contrast
+
+CONTROL = "share_0"
+E5 = Contrast("E5 (leverage_25 - leverage_0) - (share_25 - share_0)", "T4",
+              {"leverage_25": 1, "leverage_0": -1}, {"share_25": 1, "share_0": -1})
+# The mechanism-activity outcomes (analysis/outcomes.py), mean per run; `ma summary` prints them.
+ACTIVITY = ("n_halts", "halted_ticks", "rejects_halted", "rejects_position_limit",
+            "rejects_insufficient_funds", "rejects_invalid", "margin_calls", "forced_sale_volume",
+            "llm_channel_sent", "llm_channel_read", "llm_memory_lines", "llm_decision_cap_holds",
+            "llm_budget_halts")
+
+
+def tier_contrasts(cells: Sequence[str], tier: Callable[[str], str]) -> list[Contrast]:
+    """The pre-registered contrasts of a design's cells: every cell against share_0 in its
+    tier's family (``tier(cell)``), and E5 in leverage_25's when its four cells are present.
+    The freeze counts a tier's Holm family from the same list (``protocol/estimability.py``)."""
+    out = [Contrast(c, tier(c), {c: 1}, {CONTROL: 1}) for c in cells if c != CONTROL]
+    if all(c in cells for c in E5.cells):
+        out.append(Contrast(E5.label, tier("leverage_25"), E5.treated, E5.control))
+    return out
+
+
+def fired(table: pl.DataFrame) -> dict[str, dict[str, tuple[int, int]]]:
+    """Per cell and switched-on mechanism: (seeds where it acted, seeds where it was on)."""
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    if "mechanisms" not in table.columns:
+        return out
+    for row in table.iter_rows(named=True):
+        idle = set((row.get("mechanisms_idle") or "").split(","))
+        cell = out.setdefault(row["cell"], {})
+        for m in filter(None, (row["mechanisms"] or "").split(",")):
+            acted, on = cell.get(m, (0, 0))
+            cell[m] = (acted + (m not in idle), on + 1)
+    return out
