@@ -23,6 +23,7 @@ from market_agents.errors import ConfigError, MarketAgentsError, RunFailed
 from market_agents.llm import prompting, schema
 from market_agents.llm.client import LLMClient, is_valid_entry
 from market_agents.llm.library import DecisionLibrary, snapshot_features
+from market_agents.llm.pricing import load_prices
 from market_agents.llm.types import LLMRequest, LLMResult
 from market_agents.market.exchange import order_problem
 from market_agents.market.types import BUY, SELL, Cancel, MarketView, Order
@@ -459,8 +460,6 @@ class LLMTraderPool:
         assumptions, slots (and the library's distances in a replay).
         """
         if self.library is not None:
-            from market_agents.llm.pricing import load_prices
-
             valid = sum(1 for r in self.rows if r["valid"])
             usage = LLMClient({}, load_prices()).usage_summary() | {
                 "requests": len(self.rows), "valid": valid, "invalid": len(self.rows) - valid}

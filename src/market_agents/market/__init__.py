@@ -1,2 +1,8 @@
-"""The market: the order book and exchange (orders, trades, halts, conservation), the
-fundamental value paths and the exchange's rules (circuit breaker, margin calls)."""
+"""The market.
+
+- ``types.py``: what traders send (orders, cancels; ``ttl=0`` is immediate-or-cancel) and see.
+- ``book.py``: the limit order book, price-time priority in integer ticks.
+- ``exchange.py``: the exchange: checks, matching, the call auction, accounts, conservation.
+- ``rules.py``: the exchange's rules after each tick (circuit breaker, margin calls).
+- ``fundamentals.py``: the value paths V and V^pub, news releases and scheduled shocks.
+"""

@@ -270,7 +270,7 @@ class Run:
         rows: list[tuple] = []  # one per tick and asset, in TICKS_SCHEMA's column order
         ticks = range(sim.ticks)
         if self.progress:
-            from tqdm import tqdm
+            from tqdm import tqdm  # why: only on a terminal; a batch of runs never loads it
 
             ticks = tqdm(ticks, desc=f"seed {self.seed}", unit="tick", leave=False)
         for t in ticks:
