@@ -19,8 +19,8 @@ def test_every_entry_point_resolves():
 
 
 def test_the_map_names_every_folder_and_each_folder_says_what_it_holds():
-    assert FOLDERS == ["agents", "analysis", "bazaar", "commands", "llm", "market", "pipeline",
-                       "protocol", "sim", "testing"]
+    assert FOLDERS == ["agents", "analysis", "bazaar", "commands", "llm", "market", "paper",
+                       "pipeline", "protocol", "sim", "testing"]
     for name in FOLDERS:
         assert f"{name}/" in market_agents.__doc__, name
         doc = ast.get_docstring(ast.parse((PKG / name / "__init__.py").read_text()))
