@@ -51,16 +51,10 @@ def main(args: argparse.Namespace) -> int:
         USD per nano decision, 0.0016 per mini).
     """
     from market_agents.errors import ConfigError
+    from market_agents.protocol.budget_report import measured_profile, render, render_measured
     from market_agents.protocol.estimability import power_in_sigma, render_power
     from market_agents.protocol.facts import design_facts
-    from market_agents.protocol.planning import (
-        load_checked,
-        measured_profile,
-        plan_design,
-        render,
-        render_measured,
-        tier_totals,
-    )
+    from market_agents.protocol.planning import load_checked, plan_design, tier_totals
 
     if args.tokens_in < 0 or args.tokens_out < 0:
         raise ConfigError("--tokens-in and --tokens-out must be >= 0")

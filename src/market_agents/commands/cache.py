@@ -60,7 +60,7 @@ def summarize(path: str | Path) -> dict:
     Raises:
         CacheError: not a cache, or a damaged sqlite file.
     """
-    from market_agents.llm.client import is_valid_entry
+    from market_agents.llm.calls import is_valid_entry
 
     path = Path(path)
     cache = _open(path)

@@ -77,8 +77,9 @@ def main(args: argparse.Namespace) -> int:
     """
     from market_agents.errors import ConfigError
     from market_agents.layout import run_dir
+    from market_agents.protocol.batches import write_cell_runs
     from market_agents.protocol.planning import load_checked, run_config
-    from market_agents.protocol.steps import PaidRuns, run_and_score, simulate, write_cell_runs
+    from market_agents.protocol.steps import PaidRuns, run_and_score, simulate
 
     design = load_checked(args.design, args.results)
     cell = design.cell(args.cell)

@@ -10,6 +10,8 @@ is the only bridge between the market and this package::
     structured.py   how each provider is asked for a JSON answer, which keywords it is sent
     client.py       one client in front of every provider: cache, budget, claim, provider,
                     price, store
+    calls.py        what one call can end in: the errors that stop a run, the retry policy,
+                    the replay's stand-in provider, the rules that judge a stored answer
     cache.py        the response cache: the record of an experiment
     filesystem.py   where a cache may live (no network filesystem in SQLite's WAL mode)
     budget.py       run, route and decision caps

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,107 +34,36 @@ from market_agents.errors import BudgetExceeded, MarketAgentsError
 from market_agents.llm import interrupt
 from market_agents.llm.budget import Budget
 from market_agents.llm.cache import ResponseCache, answer_sha256
-from market_agents.llm.config import FREE_KINDS, LLMConfig
+from market_agents.llm.calls import (
+    Parse,
+    ProviderAuthError,
+    ProviderFatal,
+    ProviderUnavailable,
+    ReplayMiss,
+    ReplayOnly,
+    RetryPolicy,
+    classify_parse_error,
+    parsed_json,
+    usage_missing,
+)
+
+# the rule a stored answer is judged by, named here too for the callers that import it from here
+from market_agents.llm.calls import is_valid_entry as is_valid_entry
+from market_agents.llm.config import LLMConfig
 from market_agents.llm.pricing import PriceTable, load_prices
 from market_agents.llm.providers.base import FATAL_NAMES, Provider, ProviderError
 from market_agents.llm.providers.registry import load_env, make_provider
 from market_agents.llm.types import LLMRequest, LLMResponse, LLMResult, Usage
 
-Parse = Callable[[str], Any]
 DEFAULT_TIMEOUT_S = 60.0  # an attempt's deadline when neither the request nor its route sets one
-
-
-class ProviderFatal(MarketAgentsError):
-    """A provider error every further call would repeat (quota exhausted, invalid request,
-    authentication or permission refused, unknown model): the run stops and nothing is
-    recorded for the request."""
-
-
-class ProviderAuthError(ProviderFatal):
-    """A provider rejected the key (HTTP 401/403)."""
-
-
-class ProviderUnavailable(MarketAgentsError):
-    """No connection to a provider even after the retries: an outage is not data, so the run
-    stops and nothing is recorded (timeouts, 429, 5xx and dropped connections that outlast
-    the retries are data: they are recorded and the agent holds)."""
-
-
-class ReplayMiss(MarketAgentsError):
-    """A replay needed an answer the cache does not hold (a replay never calls a provider)."""
 
 
 class _Skipped(Exception):
     """A request not sent because another request of the batch stopped the run."""
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded retries of a transient provider error, with exponential backoff (seconds)."""
-
-    max_retries: int = 4
-    base_delay_s: float = 0.5
-    max_delay_s: float = 30.0
-
-    def delay(self, attempt: int, retry_after: float | None) -> float:
-        """Seconds to wait before retry ``attempt`` (0-based): the server's ``Retry-After``
-        when it gave one, else ``base_delay_s * 2**attempt``; never more than ``max_delay_s``."""
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_delay_s)
-        return min(self.base_delay_s * 2**attempt, self.max_delay_s)
-
-
-class ReplayOnly(Provider):
-    """Stands in for a provider in replay mode: no SDK client, no key; never called."""
-
-    def __init__(self, route: str, kind: str):
-        super().__init__(route)
-        self.kind = kind
-        self.live = kind not in FREE_KINDS
-
-    async def complete(self, request: LLMRequest) -> LLMResponse:  # pragma: no cover
-        """Never called: a replay serves every answer from the cache."""
-        raise AssertionError("a replay never calls a provider")
-
-
-def usage_missing(resp: LLMResponse) -> bool:
-    """Whether an answer's usage cannot be its bill: no input tokens (every request has a
-    prompt), or no output tokens beside a non-empty text; a provider that sends no usage
-    object reports zeros."""
-    return resp.usage.input <= 0 or (resp.usage.output <= 0 and bool(resp.text))
-
-
 def _warn_stderr(message: str) -> None:
     print(f"market_agents: warning: {message}", file=sys.stderr, flush=True)
-
-
-def classify_parse_error(exc: Exception) -> str:
-    """The ``error_class`` of an answer the parse refused: the parse's own class when it names
-    one (an order the exchange cannot take), else schema, invalid_json or invalid."""
-    if isinstance(getattr(exc, "error_class", None), str):
-        return exc.error_class
-    if isinstance(exc, ValidationError):
-        return "schema"
-    if isinstance(exc, json.JSONDecodeError):
-        return "invalid_json"
-    return "invalid"
-
-
-def _parsed_json(text: str, parse: Parse) -> Any:
-    """The parsed answer as stored in the library (None when invalid). Reads re-parse the
-    text, which stays the record; this copy saves library builders a parse."""
-    try:
-        obj = parse(text)
-    except (ValueError, ValidationError):
-        return None
-    return obj.model_dump(mode="json") if hasattr(obj, "model_dump") else obj
-
-
-def is_valid_entry(entry: dict) -> bool:
-    """A stored answer is valid when it parsed at arrival (with the run's parse: the engine
-    can act on it) and is not a refusal: the rule :meth:`LLMClient._result` applies."""
-    return (entry.get("status") == "answered" and entry.get("parsed") is not None
-            and not entry.get("refusal"))
 
 
 class LLMClient:
@@ -453,7 +380,7 @@ class LLMClient:
                 self.cache.release(req.key())
             raise
         if entry["status"] == "answered" and parse is not None:
-            entry["parsed"] = _parsed_json(entry["text"], parse)
+            entry["parsed"] = parsed_json(entry["text"], parse)
         if self.cache is None:
             return entry, True
         paid = self.providers[route].live and entry["status"] == "answered"

@@ -25,9 +25,9 @@ from market_agents.paper.catalog import ARTIFACTS
 from market_agents.paper.files import Paper
 from market_agents.paper.inputs import mock_note, parse_target
 from market_agents.pipeline.workflow_config import WorkflowConfig, validate_workflow_config
+from market_agents.protocol.batches import broken_cell_runs
 from market_agents.protocol.planning import run_config
 from market_agents.protocol.registry import DesignRegistry
-from market_agents.protocol.steps import broken_cell_runs
 from market_agents.protocol.tiers import TIERS, label, rehearsal_target, target, tier_key
 from market_agents.sim.rundir import OUTCOMES_FILE, RUN_FILES
 
@@ -106,7 +106,7 @@ class Workflow:
 
     def vet_batch_records(self, root: Path | str = layout.ROOT) -> list[str]:
         """Drop every batch record of free runs whose runs are no longer all there
-        (``steps.broken_cell_runs``), saying so on stderr, and remove the design's gathered
+        (``batches.broken_cell_runs``), saying so on stderr, and remove the design's gathered
         parquet files, which report those runs as they were (derived files, gathered again at
         no cost): Snakemake then gathers again, which needs the batch again (``ma cell`` keeps
         the runs that are finished), instead of "Nothing to be done" over a deleted run.

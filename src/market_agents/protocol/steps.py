@@ -25,13 +25,11 @@ from market_agents.analysis.outcomes import (
 )
 from market_agents.analysis.scoring import THRESHOLDS_KEY, episodes_at, load_run, write_outcomes
 from market_agents.analysis.stats import control_sd
-from market_agents.atomic import write_json_atomic, write_parquet_atomic
+from market_agents.atomic import write_parquet_atomic
 from market_agents.config import config_hash
-from market_agents.core import sha256_file
 from market_agents.errors import ConfigError, MarketAgentsError
 from market_agents.layout import (
     ROOT,
-    RUNS_GLOB,
     cache_path,
     control_sd_path,
     design_dir,
@@ -39,12 +37,12 @@ from market_agents.layout import (
     run_dir,
     sensitivity_path,
 )
+from market_agents.protocol.batches import MissingRuns, forget_cell_runs
 from market_agents.protocol.design import Design, load_design
 from market_agents.protocol.planning import require_freeze, run_config
 from market_agents.protocol.tiers import TIERS
 from market_agents.sim.rundir import (
     OUTCOMES_FILE,
-    RunDirError,
     is_complete,
     paid_usd,
     read_json,
@@ -53,10 +51,6 @@ from market_agents.sim.rundir import (
 
 if TYPE_CHECKING:  # the guard imports nothing of this module; only its type is named here
     from market_agents.protocol.guard import Guard
-
-
-class MissingRuns(MarketAgentsError):
-    """A gather found runs of the design without outcomes."""
 
 
 class StaleRun(MarketAgentsError):
@@ -196,69 +190,6 @@ def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
     if did != "reused":
         write_outcomes(path, th)
     return did
-
-
-def forget_cell_runs(run: Path) -> list[Path]:
-    """Remove the records of batches of free runs (``write_cell_runs``) that name the run
-    directory ``run``, before it is made, replaced or scored again: a record vouches for the
-    runs as they were, so one that outlived them would pass a changed run as made. Records are
-    derived files (no answer, nothing paid); returns the ones removed."""
-    gone = []
-    for record in sorted(run.parent.glob(RUNS_GLOB)):
-        try:
-            named = run.name in read_json(record).get("outcomes_sha256", {})
-        except (OSError, ValueError, AttributeError):
-            named = True  # an unreadable record vouches for nothing
-        if named:
-            record.unlink(missing_ok=True)
-            gone.append(record)
-    return gone
-
-
-def broken_cell_runs(record: Path) -> str | None:
-    """Whether a batch record (``write_cell_runs``) no longer holds: one of the run
-    directories it vouches for has lost its outcomes.json (deleted by hand, say) or holds
-    another one than the record's sha256.
-
-    Args:
-        record: a ``runs_<first>-<last>_<chash>.json`` that exists.
-
-    Returns:
-        The first run directory that voids the record (the record itself when unreadable);
-        None when every run it names is as it was.
-    """
-    try:
-        vouched = read_json(record).get("outcomes_sha256")
-    except (OSError, RunDirError, AttributeError):
-        vouched = None
-    if not isinstance(vouched, dict):
-        return str(record)
-    for name, digest in vouched.items():
-        outcomes = record.parent / name / OUTCOMES_FILE
-        if not outcomes.is_file() or sha256_file(outcomes) != digest:
-            return str(record.parent / name)
-    return None
-
-
-def write_cell_runs(design: Design, cell: str, seeds: list[int], mock: bool,
-                    path: str | Path, root: Path | str = ROOT) -> Path:
-    """Record that ``seeds`` of ``cell`` are run and scored: ``path`` (JSON, written
-    atomically) names the cell's config_hash and each seed's run directory with the sha256 of
-    its outcomes.json. Content only, so the same runs give the same bytes.
-
-    Raises:
-        MissingRuns: a seed without outcomes.json (the record is then not written).
-    """
-    runs = {}
-    for seed in seeds:
-        outcomes = run_dir(design.name, cell, seed, mock, root) / OUTCOMES_FILE
-        if not outcomes.exists():
-            raise MissingRuns(f"{outcomes}: missing; {path} is not written")
-        runs[f"seed{seed:04d}"] = sha256_file(outcomes)
-    write_json_atomic(path, {"design": design.name, "cell": cell, "mock": mock,
-                             "config_hash": config_hash(run_config(design, cell, mock)),
-                             "outcomes_sha256": runs})
-    return Path(path)
 
 
 def gather(design: Design, mock: bool = False, root: Path | str = ROOT,
