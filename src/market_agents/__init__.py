@@ -32,8 +32,11 @@ checks it)::
                        keys, size and alias limits), the environment switches of `ma`; imports
                        only errors.py
     layout.py          every path under results/ (runs, rehearsal, caches, manifests, freeze,
-                       pilot, deviations, ledger, budget, library, Bazaar, logs, sanity);
-                       imports nothing from the package
+                       pilot, deviations, ledger, budget, library, Bazaar, logs, sanity) and
+                       the project a path belongs to; imports nothing from the package
+    outputs.py         where a command may write: the one rule every command that writes a
+                       folder applies first (never the working directory, the project, a
+                       results root or a cache; replace only what it wrote)
     core.py errors.py rng.py atomic.py   the bottom layer: imports nothing from the package
     bazaar/            the Bazaar environment (its engine stands alone; llm_eval bridges to llm/)
     testing/           the fake provider HTTP server for tests and benchmarks (never imported

@@ -34,6 +34,7 @@ as ``"{design}"`` (and so on) make a Snakemake pattern. Imports nothing from the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -56,6 +57,36 @@ OUTCOMES_PARQUETS = "outcomes*.parquet"
 """What ``ma gather`` writes in a design's folder (outcomes.parquet, outcomes_<tier>.parquet)."""
 CONTROL_SD_FILE = "control_sd.parquet"
 SENSITIVITY_FILE = "sensitivity.parquet"
+
+
+PROJECT_MARKERS = (".git", "pyproject.toml", "Snakefile", "config/workflow.yaml")
+"""What makes a folder a project: a checkout, a Python project, a workflow, or a copy of the
+project's config (the run contract's sanity work folder, nested inside a project, is its own)."""
+
+
+def project_of(path: Path | str) -> Path | None:
+    """The project ``path`` (a config, a design, a results root; need not exist) belongs to:
+    the nearest folder at or above it holding one of :data:`PROJECT_MARKERS`, resolved; None
+    when there is none."""
+    here = Path(path).resolve()
+    for folder in (here, *here.parents):
+        if any((folder / m).exists() for m in PROJECT_MARKERS):
+            return folder
+    return None
+
+
+def project_root(*anchors: Path | str | None) -> Path:
+    """The results root of the project the first anchor with one belongs to (a config or
+    design file, then the working directory): ``<project>/results``, relative to the working
+    directory when inside it, so the ledger a paid call is checked against is the project's
+    whatever the working directory (docs/guards.md). Without any project, :data:`ROOT`."""
+    for anchor in (*anchors, Path.cwd()):
+        if anchor is None or not str(anchor).strip():
+            continue
+        project = project_of(anchor)
+        if project is not None:
+            return Path(os.path.relpath(project / ROOT, Path.cwd()))
+    return ROOT
 
 
 def run_kind(mock: bool) -> str:

@@ -46,6 +46,8 @@ def ma_run_cmd(out: Path, cache: Path | None, seed: int = 1, *args: str, **overr
                ) -> list[str]:
     cmd = [sys.executable, "-m", "market_agents.cli", "run", str(BASELINE), "--seed", str(seed),
            "--out", str(out), "--quiet", *sets(**overrides), *args]
+    if "--results" not in args:  # the config is the checkout's: its ledger is not the test's
+        cmd += ["--results", str(Path(out).parent / "results")]
     return cmd + (["--cache", str(cache)] if cache is not None else [])
 
 

@@ -19,6 +19,8 @@ from market_agents import layout
 from market_agents.inputs import NEW_CACHE_ENV, REPLAY_ENV, env_flag
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from market_agents.protocol.guard import Guard
 
 
@@ -43,10 +45,36 @@ def add_guard_flags(p: argparse.ArgumentParser) -> None:
                    "run manifest this command writes")
 
 
+def add_results_flag(p: argparse.ArgumentParser, anchor: str, what: str = "results root") -> None:
+    """``--results``, whose default is the ``results/`` of the project ``anchor`` (the
+    command's config or design argument) belongs to, not the working directory's: the spend
+    ledger is the project's wherever the command starts (:func:`results_root`)."""
+    p.add_argument("--results", default=None,
+                   help=f"{what} (default: {layout.ROOT}/ of the project {anchor} belongs "
+                   "to, the nearest folder above it with one of "
+                   f"{', '.join(layout.PROJECT_MARKERS)}; else {layout.ROOT}/ here)")
+
+
+def results_root(given: str | None, anchor: str | None) -> str:
+    """The results root a command uses: ``given`` (``--results``), else the project's
+    (:func:`market_agents.layout.project_root` of ``anchor``, then the working directory)."""
+    return str(given) if given is not None else str(layout.project_root(anchor))
+
+
+def out_dir(out: str | None) -> Path | None:
+    """An ``--out`` folder a command adds its files to, checked before any work by the one
+    rule of :func:`market_agents.outputs.check_dir` (None: no ``--out`` given)."""
+    from market_agents.outputs import check_dir
+
+    return None if out is None else check_dir(out, "--out")
+
+
 def build_guard(results: str, deviation: str | None = None,
-                freeze_path: str | None = None) -> Guard:
+                freeze_path: str | None = None, anchor: str | None = None) -> Guard:
     """The guards of a paying command, with the protocol's caps and design names (the
-    workflow config's defaults, or the invoking workflow's config in a workflow job)."""
+    workflow config's defaults, or the invoking workflow's config in a workflow job).
+    ``anchor`` (the command's config or design file) names the project whose ledger a paid
+    call must not step around (``Guard.home``)."""
     from pathlib import Path
 
     from market_agents.pipeline.workflow_config import guard_settings
@@ -56,6 +84,7 @@ def build_guard(results: str, deviation: str | None = None,
     s = guard_settings()
     return Guard(
         root=Path(results),
+        home=layout.project_root(anchor),
         caps=Caps(s.project_cap_usd, s.pilot_cap_usd, s.pilot),
         confirmatory=s.confirmatory,
         confirmatory_file=s.design_path(s.confirmatory),

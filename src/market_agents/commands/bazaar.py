@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
-from market_agents import layout
 from market_agents.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
+from market_agents.commands import add_results_flag, out_dir
 from market_agents.errors import ConfigError
 
 
@@ -88,9 +87,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     from market_agents.bazaar.llm_eval import register_eval
 
     ev = register_eval(bsub)
-    ev.add_argument("--results", default=str(layout.ROOT),
-                    help="results root whose spend ledger a paid provider is checked against "
-                    "and recorded in (default %(default)s)")
+    add_results_flag(ev, "the working directory", "results root whose spend ledger a paid "
+                     "provider is checked against and recorded in")
     ev.description += (" A paid provider is refused before any call when --usd-cap plus the "
                        "project's recorded spend passes the project cap (docs/guards.md).")
     ev.set_defaults(func=cmd_eval)
@@ -99,14 +97,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_eval(args: argparse.Namespace) -> int:
     """``ma bazaar eval`` with the project's spend ledger: a paid evaluation plans its USD cap."""
     from market_agents.bazaar import llm_eval
-    from market_agents.commands import build_guard
-    from market_agents.protocol.ledger import check
+    from market_agents.commands import build_guard, results_root
 
-    guard = build_guard(args.results)
+    out_dir(args.out)
+    guard = build_guard(results_root(args.results, None))
 
     def paying(planned_usd: float):
-        check(guard.caps, planned_usd, f"ma bazaar eval {args.tier} {args.provider}/"
-              f"{args.model}", root=guard.root)
+        guard.check_caps(planned_usd, f"ma bazaar eval {args.tier} {args.provider}/"
+                         f"{args.model}")
         return guard.paying(args.out, planned_usd, kind="bazaar")
 
     return llm_eval.cmd_eval(args, paying)
@@ -126,10 +124,10 @@ def cmd_anchors(args: argparse.Namespace) -> int:
 
     from market_agents.bazaar.anchors import anchors, format_table
 
+    out = out_dir(args.out)
     rows, claims = anchors(_tier_list(args.tiers), _seeds(args.seeds))
     print(format_table(rows, claims))
-    if args.out:
-        out = Path(args.out)
+    if out is not None:
         write_json_atomic(out / "anchors.json",
                           {"seeds": args.seeds, "rows": rows, "claims": claims})
         write_parquet_atomic(out / "anchors.parquet", pl.DataFrame(rows))
@@ -148,6 +146,7 @@ def cmd_exploits(args: argparse.Namespace) -> int:
     """
     from market_agents.bazaar.exploits import BLOCKS, exploit_pass, format_report
 
+    out = out_dir(args.out)
     beaten = False
     tiers, n = _tier_list(args.tier), _seeds(args.seeds)
     for tier in tiers:
@@ -158,8 +157,8 @@ def cmd_exploits(args: argparse.Namespace) -> int:
             print()
             beaten |= any(r["beats"] for r in rows)
             blocks[block] = {"anchor": anchor, "farms": rows}
-        if args.out:
-            write_json_atomic(Path(args.out) / f"exploits_{tier}.json",
+        if out is not None:
+            write_json_atomic(out / f"exploits_{tier}.json",
                               {"tier": tier, "seeds": n, "blocks": blocks})
     print("a farm BEATS its anchor" if beaten
           else "no farm beats its tier's anchor on either seed block")
@@ -180,6 +179,7 @@ def cmd_play(args: argparse.Namespace) -> int:
     """
     from market_agents.bazaar.play import play_policy
 
+    out = out_dir(args.out)
     _tier_list(args.tier)
     result = play_policy(args.tier, args.seed, args.policy)
     lines = [json.dumps(r, separators=(",", ":"), allow_nan=False) for r in result["transcript"]]
@@ -187,8 +187,7 @@ def cmd_play(args: argparse.Namespace) -> int:
         print(f"> {r['message']}\n{r['observation']}")
     print(f"score {result['score']:.4f}  reward {result['reward']:.4f}  "
           f"end {result['termination']}")
-    if args.out:
-        out = Path(args.out)
+    if out is not None:
         write_text_atomic(out / "transcript.jsonl", "\n".join(lines) + "\n")
         write_json_atomic(out / "summary.json",
                     {k: v for k, v in result.items() if k != "transcript"})

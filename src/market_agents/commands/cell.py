@@ -9,8 +9,15 @@ import tempfile
 from pathlib import Path
 
 from market_agents import layout
-from market_agents.commands import add_guard_flags, add_serving_flags, build_guard
+from market_agents.commands import (
+    add_guard_flags,
+    add_results_flag,
+    add_serving_flags,
+    build_guard,
+    results_root,
+)
 from market_agents.commands.outcomes import add_threshold_args, thresholds
+from market_agents.outputs import check_dir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,8 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="rehearse: serve every live route by the mock with the same model ids")
     p.add_argument("--cache", default=None, help="LLM response cache path")
     add_serving_flags(p, "the run")
-    p.add_argument("--results", default=str(layout.ROOT),
-                   help="results root (default %(default)s)")
+    add_results_flag(p, "DESIGN")
     p.add_argument("--any-seed", action="store_true", help="allow a seed not in the cell's list")
     p.add_argument("--score", action="store_true",
                    help="also score each run into its outcomes.json in this process, as "
@@ -81,6 +87,8 @@ def main(args: argparse.Namespace) -> int:
     from market_agents.protocol.planning import load_checked, run_config
     from market_agents.protocol.steps import PaidRuns, run_and_score, simulate
 
+    args.results = str(check_dir(results_root(args.results, args.design), "--results",
+                                 output=False))
     design = load_checked(args.design, args.results)
     cell = design.cell(args.cell)
     run_config(design, args.cell)  # an unavailable cell fails here, naming why
@@ -105,7 +113,7 @@ def main(args: argparse.Namespace) -> int:
         if not writable:
             raise ConfigError(f"--runs-file {args.runs_file}: not a file that can be written "
                               "(a directory, or its folder cannot be made or written)")
-    guard = build_guard(args.results, args.deviation)
+    guard = build_guard(args.results, args.deviation, anchor=args.design)
     paid = PaidRuns(design, args.mock, args.results)  # read once, for every seed
     for seed in args.seed:
         path = run_dir(design.name, args.cell, seed, args.mock, args.results)

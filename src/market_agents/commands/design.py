@@ -6,7 +6,14 @@ import argparse
 import os
 
 from market_agents import layout
-from market_agents.commands import add_guard_flags, add_serving_flags, build_guard
+from market_agents.commands import (
+    add_guard_flags,
+    add_results_flag,
+    add_serving_flags,
+    build_guard,
+    results_root,
+)
+from market_agents.outputs import check_dir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,8 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mock", action="store_true",
                    help="rehearse on the mock with the same model ids; results under "
                    f"{layout.runs_dir(mock=True)}/")
-    p.add_argument("--results", default=str(layout.ROOT),
-                   help="results root (default %(default)s)")
+    add_results_flag(p, "DESIGN")
     add_serving_flags(p, "every run")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_guard_flags(p)
@@ -63,12 +69,14 @@ def main(args: argparse.Namespace) -> int:
 
     if args.workers < 1 or (args.max_seeds is not None and args.max_seeds < 1):
         raise ConfigError("--workers and --max-seeds must be >= 1")
+    args.results = str(check_dir(results_root(args.results, args.design), "--results",
+                                 output=False))
     design = load_checked(args.design, args.results)
     started = time.perf_counter()
     counts = run_design(design, args.cells, args.max_seeds, args.workers, args.cache, args.mock,
                         args.results, progress=False if args.quiet else None,
                         replay=args.replay, new_cache=args.new_cache,
-                        guard=build_guard(args.results, args.deviation))
+                        guard=build_guard(args.results, args.deviation, anchor=args.design))
     out = write_gather(design, args.mock, args.results, allow_missing=bool(
         args.cells or args.max_seeds))
     print(f"{design.name}: {counts['ran']} ran, {counts['scored']} scored, {counts['reused']} "

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from market_agents import layout
-from market_agents.commands import add_guard_flags, build_guard
+from market_agents.commands import add_guard_flags, add_results_flag, build_guard, results_root
 from market_agents.errors import BudgetExceeded, ConfigError
 from market_agents.pipeline.workflow_config import DEFAULTS
 
@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(default %(default)s)")
     a.add_argument("--t1-min-seeds", type=int, default=DEFAULTS.t1_min_seeds,
                    help="T1 cells keep at least this (default %(default)s)")
-    a.add_argument("--results", type=Path, default=layout.ROOT, help="results root")
+    add_results_flag(a, "DESIGN")
     add_guard_flags(a)
     a.set_defaults(func=_approve)
 
@@ -77,6 +77,7 @@ def _approve(args: argparse.Namespace) -> int:
     from market_agents.protocol.planning import load_checked
 
     design = load_checked(args.design)
+    args.results = Path(results_root(args.results, args.design))
     where = f"{design.name}/{args.tier}"
     runs = design_runs(design, args.results)
     mine = [r for r in runs if r.tier == args.tier]
@@ -85,7 +86,7 @@ def _approve(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.design}: no cells in tier {args.tier!r} (tiers: "
                           f"{', '.join(tiers)})")
     guard = build_guard(str(args.results), args.deviation,
-                        str(args.freeze) if args.freeze else None)
+                        str(args.freeze) if args.freeze else None, anchor=args.design)
     record = {}
     if args.freeze is not None or guard.is_confirmatory(design.name):
         record = guard.check_freeze(design)

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from market_agents import layout
-from market_agents.commands import add_guard_flags, add_serving_flags, build_guard
+from market_agents.commands import (
+    add_guard_flags,
+    add_results_flag,
+    add_serving_flags,
+    build_guard,
+    results_root,
+)
 from market_agents.config import load_config
 
 
@@ -34,8 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="override a config key; VALUE is YAML, e.g. "
                    "--set exchange.halt_threshold=0.05 (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bar, no summary line")
-    p.add_argument("--results", default=str(layout.ROOT),
-                   help="results root whose spend ledger and freeze apply (default %(default)s)")
+    add_results_flag(p, "CONFIG", "results root whose spend ledger and freeze apply")
     add_guard_flags(p)
     p.set_defaults(func=main)
 
@@ -66,8 +70,9 @@ def main(args: argparse.Namespace) -> int:
     sets = args.sets + (["population.llm.replay=true"] if args.replay else [])
     config = load_config(args.config, sets)
     check_seed(args.seed)
-    prepare_out(args.out)
-    guard = build_guard(args.results, args.deviation)
+    prepare_out(args.out, config, args.seed)
+    guard = build_guard(results_root(args.results, args.config), args.deviation,
+                        anchor=args.config)
     record, planned, worst = guard.config_run(config, f"ma run {args.config} --out {args.out}")
     progress = False if args.quiet else None
     serving = {"new_cache": args.new_cache, "expect": args.expect}

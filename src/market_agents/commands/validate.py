@@ -13,6 +13,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from market_agents.commands import out_dir
 from market_agents.config import MAX_SEED, MAX_SEEDS, load_config
 from market_agents.inputs import int_in
 
@@ -156,9 +157,7 @@ def main(args: argparse.Namespace) -> int:
     sets = list(args.sets) + ([f"simulation.ticks={args.ticks}"] if args.ticks else [])
     config = load_config(args.config, sets)  # fail fast on a bad config
     ticks = config.simulation.ticks
-    out = Path(args.out) if args.out else None
-    if out is not None and out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out}: exists and is not a directory")
+    out = out_dir(args.out)
     seeds = list(range(args.first_seed, last + 1))
     jobs = [(args.config, sets, s) for s in seeds]
     # spawn, not fork: a forked child can inherit polars' thread pool locked and hang.

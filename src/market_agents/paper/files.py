@@ -250,6 +250,19 @@ def _replace_dir(target: Path, files: dict[str, bytes | str]) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def not_a_paper(out: Path) -> str | None:
+    """Why ``ma paper`` may not write into the existing folder ``out``, or None: it replaces
+    tables/ and figures/ and rewrites index.html and its texts, so a folder holding any of
+    those names must be a paper it wrote (its paper.json); other files (paper/Makefile) are
+    left alone either way."""
+    if (out / "paper.json").exists():
+        return None
+    clash = sorted(p.name for p in out.iterdir()
+                   if p.name in ("tables", "figures", "index.html") or p.suffix == ".md")
+    return (f"holds {clash[0]} but no paper.json: not a paper this command wrote"
+            if clash else None)
+
+
 def write_paper(paper: Paper, out: Path, progress: Any = None) -> list[Path]:
     """Write the paper under ``out`` (tables/, figures/, the texts, index.html, paper.json);
     other files there (paper/Makefile) are left alone. ``progress(label)`` is called per file

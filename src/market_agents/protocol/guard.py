@@ -50,6 +50,9 @@ class Guard:
 
     Args:
         root: the results root whose ledger, freeze and deviations log apply (``results``).
+        home: the results root of the project the command's config belongs to: a paid call
+            whose ``root`` keeps no ledger while ``home`` does is refused
+            (:func:`market_agents.protocol.ledger.check`).
         caps: the project cap and the pilot cap with the pilot design's name (USD).
         confirmatory: the confirmatory design's name (the workflow config's ``confirmatory``).
         confirmatory_file: its design file, to recognize ``ma run`` of one of its cells'
@@ -61,6 +64,7 @@ class Guard:
     root: Path
     caps: ledger.Caps
     confirmatory: str
+    home: Path | None = None
     confirmatory_file: Path | None = None
     deviation: str | None = None
     freeze_path: Path | None = None
@@ -179,8 +183,7 @@ class Guard:
 
             for c in live:
                 LLMClient.check_settings(run_config(design, c).population.llm)
-        ledger.check(self.caps, planned, where, design.name, self.root,
-                     worst_usd=worst_usd if worst else None)
+        self.check_caps(planned, where, design.name, worst_usd if worst else None)
         return rec, planned, worst_usd
 
     def _cell_usd(self, design: Design, cell: str) -> tuple[float, float]:
@@ -222,7 +225,7 @@ class Guard:
         confirmatory = any(c.get("config_hash") == digest
                            for c in [*frozen_cells, *now_cells])
         rec = self.check_freeze(design) if confirmatory else self._deviation_only(None)
-        ledger.check(self.caps, planned, where, None, self.root, worst_usd=worst_usd)
+        self.check_caps(planned, where, None, worst_usd)
         return rec, planned, worst_usd
 
     def _confirmatory_design(self) -> Design | None:
@@ -232,6 +235,13 @@ class Guard:
             self._once["confirmatory"] = (load_checked(path) if path is not None
                                           and path.exists() else None)
         return self._once["confirmatory"]
+
+    def check_caps(self, planned_usd: float, where: str, design: str | None = None,
+                   worst_usd: float | None = None) -> ledger.Spend:
+        """The caps against the project's ledger (:func:`market_agents.protocol.ledger.check`
+        with this guard's results root and project home)."""
+        return ledger.check(self.caps, planned_usd, where, design, self.root, worst_usd,
+                            home=self.home)
 
     def paying(self, out: Path | str, planned_usd: float, kind: str = "run",
                design: str | None = None, worst_usd: float | None = None

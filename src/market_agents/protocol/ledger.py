@@ -154,7 +154,8 @@ class Caps:
 
 
 def check(caps: Caps, planned_usd: float, where: str, design: str | None = None,
-          root: Path | str = ROOT, worst_usd: float | None = None) -> Spend:
+          root: Path | str = ROOT, worst_usd: float | None = None,
+          home: Path | str | None = None) -> Spend:
     """Refuse (:class:`BudgetExceeded`) a job whose worst case (``worst_usd``; without one,
     ``planned_usd``) plus the recorded spend passes the project cap or, for the pilot design,
     the pilot cap. Returns the ledger read.
@@ -168,9 +169,14 @@ def check(caps: Caps, planned_usd: float, where: str, design: str | None = None,
         worst_usd: the most the job can pay (a run's ``usd_cap``:
             ``planning.worst_case_usd``); when given, the caps are checked against it and
             the message names it beside the plan.
+        home: the results root of the project the job's config belongs to
+            (``layout.project_root``): when ``root`` is another folder that keeps no ledger
+            while ``home`` keeps one, the job is refused, so a cap is never stepped around by
+            pointing ``--results`` (or the working directory) elsewhere.
 
     Raises:
-        BudgetExceeded: one line naming the ledger total, the job's amount and the cap.
+        BudgetExceeded: one line naming the ledger total, the job's amount and the cap; or
+            naming the project's ledger a results root without one would step around.
         ConfigError: a spend record cannot be read.
     """
     amount, admitted, note = "plan", planned_usd, ""
@@ -178,6 +184,13 @@ def check(caps: Caps, planned_usd: float, where: str, design: str | None = None,
         amount, admitted = "worst case", worst_usd
         note = f" (its usd_cap; plan {usd(planned_usd)} USD)"
     ledger = spend(root)
+    if home is not None and not ledger.entries and Path(home).resolve() != Path(root).resolve():
+        theirs = spend(home)
+        if theirs.entries:
+            raise BudgetExceeded(
+                f"{where}: refused: results root {root} keeps no spend ledger, while the "
+                f"project's {home} records {usd(theirs.total_usd)} USD; no live call was made. "
+                f"Pass --results {home} so the project cap counts this run")
     advice = (f"Spend recorded in {Path(root)}/ (`ma spend` lists it); lower the plan or raise "
               "the cap in config/workflow.yaml.")
     if ledger.unsettled_usd:

@@ -21,6 +21,7 @@ from pathlib import Path
 from market_agents.atomic import naming, write_json_atomic
 from market_agents.config import Config, check_seed, config_hash, dump_yaml
 from market_agents.errors import ConfigError, MarketAgentsError, RunFailed
+from market_agents.outputs import check_dir, foreign
 from market_agents.sim import rundir
 from market_agents.sim.simulation import simulate
 
@@ -43,9 +44,16 @@ def package_version() -> str:
         return "unknown"
 
 
-def prepare_out(out: str | Path) -> Path:
-    """Check early that ``out`` can be created, so a bad path fails before any work."""
-    out = Path(out)
+def prepare_out(out: str | Path, config: Config | None = None, seed: int | None = None) -> Path:
+    """Check early that ``out`` can be created and replaced, so a bad path fails before any
+    work: the rule of :func:`market_agents.outputs.check_dir` (never the working directory, the
+    project, a folder above them, a results root or a cache), and an existing folder with files
+    in it only when it is a run directory this package wrote that :func:`replaceable` allows.
+
+    Raises:
+        ConfigError: one line naming ``--out``.
+    """
+    out = check_dir(out, "--out", ours=lambda path: replaceable(path, config, seed))
     parent = out.resolve().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -53,9 +61,24 @@ def prepare_out(out: str | Path) -> Path:
         raise ConfigError(f"--out {out}: cannot create parent directory ({exc.strerror})") from None
     if not os.access(parent, os.W_OK):
         raise ConfigError(f"--out {out}: directory {parent} is not writable")
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out}: exists and is not a directory")
     return out
+
+
+def replaceable(path: Path, config: Config | None = None, seed: int | None = None) -> str | None:
+    """Why the folder ``path`` may not be replaced by a run, or None when it may: it must be a
+    finished run directory (its manifest.json), and one that cost money only when this run
+    reproduces it (same config and seed: its answers are checked against it and the files
+    come out the same), since nothing paid is ever overwritten."""
+    if not rundir.is_complete(path):
+        return foreign(path) if any(path.iterdir()) else None
+    manifest = rundir.read_manifest(path)
+    paid = rundir.paid_usd(manifest)
+    if paid > 0 and (config is None or manifest.get("config_hash") != config_hash(config)
+                     or manifest.get("seed") != seed):
+        made = f"config {str(manifest.get('config_hash'))[:12]}, seed {manifest.get('seed')}"
+        return (f"holds a paid run ({paid:.4f} USD; {made}) that this run does not reproduce; "
+                "a paid run is never replaced")
+    return None
 
 
 def failed_record(out: str | Path) -> Path:
@@ -122,6 +145,11 @@ def _write_run(out: Path, config_yaml: str, tables: dict, manifest: dict) -> Non
         try:
             rundir.write_files(tmp, config_yaml, tables, manifest)
             if out.exists():
+                # checked before the run (prepare_out); checked again in case something was
+                # put there while it ran: only an earlier run directory is ever removed
+                if any(out.iterdir()) and not rundir.is_complete(out):
+                    raise ConfigError(f"--out {out}: files appeared there during the run that "
+                                      "are not a run directory; nothing was replaced")
                 shutil.rmtree(out)
             os.replace(tmp, out)
         except BaseException:
@@ -187,7 +215,7 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
             LLMClient.from_settings(llm, prices=run_prices(llm)).close()
         else:
             LLMClient.check_settings(llm)
-    out = prepare_out(out)
+    out = prepare_out(out, config, seed)
     prepare_cache(config, cache, out, new_cache, paid_runs)
     reference = Path(expect) if expect is not None else out
     expected = rundir.answer_hashes(reference) if _same_run(reference, config, seed) else None
