@@ -1,18 +1,21 @@
 """What the client does with HTTP 200 bodies the SDKs cannot read, errors inside a 200,
-attempts the provider may have billed without answering, and proxies (issue 33: no answer is
-paid and thrown away). The real SDKs against the local fake server; no assertion is timed."""
+attempts the provider may have billed without answering, proxies, and an answer the cache
+cannot store (issue 33: no answer is paid and thrown away). The real SDKs against the local
+fake server; no assertion is timed."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 
+import diskcache
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from market_agents.errors import ConfigError
 from market_agents.llm import schema
-from market_agents.llm.cache import ResponseCache
+from market_agents.llm.cache import CacheError, ResponseCache
 from market_agents.llm.client import LLMClient, ProviderFatal, ProviderUnavailable
 from market_agents.llm.config import LLMConfig
 from market_agents.testing.fakeserver import FakeAPI
@@ -203,6 +206,35 @@ def unused_port():
     with socket.socket() as s:  # nothing listens there once it is closed
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# --- an answer the cache cannot store ------------------------------------------------------
+
+
+def test_an_answer_the_cache_cannot_store_is_kept_named_and_stored_next_time(
+        fake_api, tmp_path, monkeypatch):
+    """A full disk while the cache stores an answer lost it (1 of 14 tries): now the run stops
+    with one line naming the request and what it cost, the answer is kept beside the cache,
+    and the next run stores it instead of buying it again."""
+    api = fake_api()
+    real_add = diskcache.Cache.add
+
+    def full(self, key, *args, **kwargs):
+        if not str(key).startswith("probe:"):
+            raise sqlite3.OperationalError("database or disk is full")
+        return real_add(self, key, *args, **kwargs)
+
+    monkeypatch.setattr(diskcache.Cache, "add", full)
+    with pytest.raises(CacheError) as exc:
+        _one(api, "openai", cache=tmp_path / "cache")
+    line = str(exc.value)
+    assert "database or disk is full" in line and "\n" not in line
+    assert "USD paid) is kept in" in line and str(tmp_path / "cache" / "unstored") in line
+    assert api.answered == 1
+    monkeypatch.setattr(diskcache.Cache, "add", real_add)  # the disk has room again
+    r, s, _ = _one(api, "openai", cache=tmp_path / "cache")
+    assert (r.valid, r.cache_hit, s["calls"], api.answered) == (True, True, 0, 1)
+    assert not (tmp_path / "cache" / "unstored").exists()
 
 
 # --- any shape in a 200 ----------------------------------------------------------------------

@@ -18,7 +18,8 @@ HTTP 200 is a provider error of the class its type names, under the same rules.
 Nothing the provider may have billed goes unrecorded: an HTTP 200 the SDK cannot read is an
 invalid answer of class ``unparseable``, stored and charged at its worst case, never retried;
 an attempt that timed out after its request was sent is charged at its worst case too (a retry
-of it first reserves another worst case).
+of it first reserves another worst case); an answer the cache cannot store is kept beside it
+(:meth:`ResponseCache.keep`) and named in the error that stops the run.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from market_agents.core import canonical_json
 from market_agents.errors import BudgetExceeded, MarketAgentsError
 from market_agents.llm import interrupt
 from market_agents.llm.budget import Budget
-from market_agents.llm.cache import ResponseCache, answer_sha256
+from market_agents.llm.cache import CacheError, ResponseCache, answer_sha256
 from market_agents.llm.calls import (
     Parse,
     ProviderAuthError,
@@ -398,6 +399,9 @@ class LLMClient:
         paid = self.providers[route].live and entry["status"] == "answered"
         try:
             stored = self.cache.put(req.key(), entry, paid=paid)
+        except CacheError as exc:
+            self._stop = True
+            raise self._unstored(req, route, entry, exc) from None
         except BaseException:
             self._stop = True
             raise
@@ -408,6 +412,25 @@ class LLMClient:
                 self.usd_spent += float(entry["usd"])
             return stored, False
         return stored, True
+
+    def _unstored(self, req: LLMRequest, route: str, entry: dict, exc: CacheError
+                  ) -> CacheError:
+        """The error of an answer the cache could not store (a full disk): the answer is
+        charged to this run and kept in a file beside the cache when one can be written
+        (the next run with the cache stores it), and the one line says which answer, what
+        it cost and where it is, or that it is lost."""
+        usd = float(entry.get("usd") or 0.0)
+        live = self.providers[route].live
+        if live:  # paid although the record could not take it
+            self.usd += usd
+            self.usd_live += usd
+            self.usd_spent += usd
+        kept = self.cache.keep(req.key(), entry)
+        what = (f"the {entry['status']} request {req.key()} ({route}/{req.model}, "
+                f"{usd:.6f} USD{' paid' if live and usd else ''})")
+        where = (f"{what} is kept in {kept}; the next run with this cache stores it"
+                 if kept else f"{what} could not be kept elsewhere either and is lost")
+        return CacheError(f"{exc}; {where}")
 
     async def _fetch(self, req: LLMRequest, route: str) -> dict:
         provider = self.providers[route]
