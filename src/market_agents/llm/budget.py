@@ -109,6 +109,30 @@ class Budget:
         self._reserved_by_route[route] += worst_usd
         return worst_usd
 
+    def extend(self, route: str, worst_usd: float) -> bool:
+        """Reserve one more worst case for a call in flight (a retry after an attempt the
+        provider may have billed, which is charged), if every cap has room for it.
+
+        Args:
+            route: the route of the call.
+            worst_usd: the retry's worst case in USD.
+
+        Returns:
+            True when reserved (release it with the call's :meth:`settle`); False when a cap
+            would be passed: nothing is reserved and nothing halted (the call is not retried,
+            and the next admission decides as it would on a replay of the record).
+        """
+        if self.usd_cap is not None and (self.spent + self._reserved + worst_usd
+                                         > self.usd_cap + EPS):
+            return False
+        cap = self.provider_caps.get(route)
+        if cap is not None and (self.spent_by_route[route] + self._reserved_by_route[route]
+                                + worst_usd > cap + EPS):
+            return False
+        self._reserved += worst_usd
+        self._reserved_by_route[route] += worst_usd
+        return True
+
     def _halt(self, scope: str, where: str, tick: int | None, spent: float, reserved: float,
               cap: float, next_usd: float) -> None:
         self.halts.append({"scope": scope, "at": where, "tick": tick, "spent": round(spent, 10),

@@ -35,7 +35,7 @@ from typing import Any
 
 import diskcache
 
-from market_agents.atomic import write_json_atomic
+from market_agents.atomic import write_json_atomic, write_text_atomic
 from market_agents.core import canonical_json
 from market_agents.errors import MarketAgentsError
 
@@ -49,6 +49,9 @@ ENTRY_VERSION = 1
 DB_NAME = "cache.db"
 CLAIM_PREFIX = "claim:"
 PAID_MARKER = "paid.json"  # written beside cache.db when the first paid answer is stored
+# Answers the store could not take (a full disk), kept one file each beside cache.db and stored
+# by the next process that opens the cache for writing: a paid answer is never dropped.
+KEPT_DIR = "unstored"
 ANSWER_FIELDS = ("status", "error_class", "text", "refusal", "truncated", "served_model",
                  "usage")
 class CacheError(MarketAgentsError):
@@ -254,7 +257,10 @@ class ResponseCache:
             ``MARKET_AGENTS_CACHE_JOURNAL=delete`` (:mod:`market_agents.llm.filesystem`), the
             sqlite file is damaged, the cache was emptied or deleted after it held paid
             answers, it cannot be opened, or (not readonly) a test write fails (a full disk
-            fails here, before any call).
+            fails here, before any call), or an answer kept by :meth:`keep` fails its check.
+
+    Opened for writing, it first stores the answers an earlier process kept beside it when
+    the store could not take them (``unstored/``, :meth:`keep`).
 
     Protocol:
         Run protocol §1 (one cache per design, also the recorded decision library) and §6 (a
@@ -287,6 +293,7 @@ class ResponseCache:
             with self._guard("write a test entry"):  # a full disk fails here, before any call
                 self._store.set("probe:" + self.owner.token, "", retry=True)
                 self._store.delete("probe:" + self.owner.token, retry=True)
+            self._store_kept()
 
     @contextlib.contextmanager
     def _guard(self, what: str) -> Iterator[None]:
@@ -391,6 +398,46 @@ class ResponseCache:
         if paid and not self._paid_marked:
             self._mark_paid()
         return stored
+
+    def keep(self, key: str, body: dict[str, Any]) -> Path | None:
+        """Keep an answer that :meth:`put` could not store (a full disk) in its own file,
+        ``unstored/<key>.json`` beside cache.db, checksummed like an entry; the next process
+        that opens the cache for writing stores it (:meth:`_store_kept`).
+
+        Args:
+            key: the request key.
+            body: the answer, as it would have been stored.
+
+        Returns:
+            The file, or None when it could not be written either.
+        """
+        path = self.path / KEPT_DIR / f"{key}.json"
+        try:
+            path.parent.mkdir(exist_ok=True)
+            write_text_atomic(path, self._text(key, body))
+        except OSError:
+            return None
+        return path
+
+    def _store_kept(self) -> None:
+        """Store the answers an earlier process kept (:meth:`keep`), then remove their files;
+        one that fails its check raises :class:`CacheError` naming its file."""
+        folder = self.path / KEPT_DIR
+        if not folder.is_dir():
+            return
+        for path in sorted(folder.glob("*.json")):
+            key = path.stem
+            with self._guard(f"read {path}"):
+                raw = path.read_text()
+            problem = self._verify(key, raw)
+            if problem is not None:
+                raise CacheError(f"{path}: a kept answer fails its check ({problem}); move it "
+                                 "away to open this cache")
+            body = json.loads(raw)["body"]
+            self.put(key, body, paid=float(body.get("usd") or 0.0) > 0)
+            path.unlink()
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
     def put_raw(self, key: str, value: Any) -> None:
         """Overwrite a value as-is (tests use it to plant damaged entries)."""

@@ -12,7 +12,14 @@ Provider errors come in two kinds. Transient ones (rate limits, 5xx/529, timeout
 connections, a Responses object with ``status: failed``) are retried with backoff, then stored
 as the request's failure: part of the record, reproduced by a replay. Fatal ones (quota
 exhausted, invalid request, authentication/permission, unknown model) stop the run at once
-with :class:`ProviderFatal`; nothing is stored for that request.
+with :class:`ProviderFatal`; nothing is stored for that request. An error object inside an
+HTTP 200 is a provider error of the class its type names, under the same rules.
+
+Nothing the provider may have billed goes unrecorded: an HTTP 200 the SDK cannot read is an
+invalid answer of class ``unparseable``, stored and charged at its worst case, never retried;
+an attempt that timed out after its request was sent is charged at its worst case too (a retry
+of it first reserves another worst case); an answer the cache cannot store is kept beside it
+(:meth:`ResponseCache.keep`) and named in the error that stops the run.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from market_agents.core import canonical_json
 from market_agents.errors import BudgetExceeded, MarketAgentsError
 from market_agents.llm import interrupt
 from market_agents.llm.budget import Budget
-from market_agents.llm.cache import ResponseCache, answer_sha256
+from market_agents.llm.cache import CacheError, ResponseCache, answer_sha256
 from market_agents.llm.calls import (
     Parse,
     ProviderAuthError,
@@ -56,6 +63,7 @@ from market_agents.llm.providers.registry import load_env, make_provider
 from market_agents.llm.types import LLMRequest, LLMResponse, LLMResult, Usage
 
 DEFAULT_TIMEOUT_S = 60.0  # an attempt's deadline when neither the request nor its route sets one
+UNPARSEABLE = "unparseable"  # the class of a billed HTTP 200 that could not be read as an answer
 
 
 class _Skipped(Exception):
@@ -128,6 +136,8 @@ class LLMClient:
         self.tokens: Counter[str] = Counter()
         self.retries_by_class: Counter[str] = Counter()
         self.failures_by_class: Counter[str] = Counter()
+        self.charged_by_class: Counter[str] = Counter()  # charges at the worst case, by class
+        self.charged_usd_by_class: Counter[str] = Counter()
         self.usd = 0.0
         self.usd_live = 0.0
         self.usd_spent = 0.0
@@ -136,6 +146,8 @@ class LLMClient:
         self._sems: dict[str, asyncio.Semaphore] = {}
         self._stop = False
         self._draining = False  # set by an interrupt: no call starts until it is handled
+        # request key -> USD reserved for retries of attempts the provider may have billed
+        self._retry_reserved: Counter[str] = Counter()
         self.sleep = asyncio.sleep  # the backoff wait (tests record it instead)
         self.warn = _warn_stderr  # says once per run that answers came without usage
         self.poll_s = (0.02, 0.5)  # first and longest wait between looks at a claimed request
@@ -338,8 +350,9 @@ class LLMClient:
         for i in sorted(reserved):  # input order: charges never depend on arrival order
             req, entry = requests[i], entries[i]
             route = self._route(req)
-            answered = entry["status"] == "answered"
-            self.budget.settle(route, reserved[i], entry["usd"] if answered else None)
+            # a failure is charged too when attempts the provider may have billed came first
+            self.budget.settle(route, reserved[i] + self._retry_reserved.pop(req.key(), 0.0),
+                               entry.get("usd"))
             results[i] = self._result(req, entry, parse, cache_hit=i in hits,
                                       live=self.providers[route].live)
         return results  # type: ignore[return-value]
@@ -386,6 +399,9 @@ class LLMClient:
         paid = self.providers[route].live and entry["status"] == "answered"
         try:
             stored = self.cache.put(req.key(), entry, paid=paid)
+        except CacheError as exc:
+            self._stop = True
+            raise self._unstored(req, route, entry, exc) from None
         except BaseException:
             self._stop = True
             raise
@@ -397,23 +413,52 @@ class LLMClient:
             return stored, False
         return stored, True
 
+    def _unstored(self, req: LLMRequest, route: str, entry: dict, exc: CacheError
+                  ) -> CacheError:
+        """The error of an answer the cache could not store (a full disk): the answer is
+        charged to this run and kept in a file beside the cache when one can be written
+        (the next run with the cache stores it), and the one line says which answer, what
+        it cost and where it is, or that it is lost."""
+        usd = float(entry.get("usd") or 0.0)
+        live = self.providers[route].live
+        if live:  # paid although the record could not take it
+            self.usd += usd
+            self.usd_live += usd
+            self.usd_spent += usd
+        kept = self.cache.keep(req.key(), entry)
+        what = (f"the {entry['status']} request {req.key()} ({route}/{req.model}, "
+                f"{usd:.6f} USD{' paid' if live and usd else ''})")
+        where = (f"{what} is kept in {kept}; the next run with this cache stores it"
+                 if kept else f"{what} could not be kept elsewhere either and is lost")
+        return CacheError(f"{exc}; {where}")
+
     async def _fetch(self, req: LLMRequest, route: str) -> dict:
         provider = self.providers[route]
         policy = self.retry.get(route, RetryPolicy())
         deadline = self._deadline(req, route)
         start = time.monotonic()
         attempts = 0
+        billed: Counter[str] = Counter()  # class -> attempts the provider may have billed
+        error = None  # the class of the last failed attempt
         while True:
             if self._stop or self._draining:
+                if billed:  # attempts that may have been paid are recorded, not dropped
+                    break
                 raise _Skipped
             attempts += 1
             try:
                 resp = await self._attempt(provider, req, deadline)
-                break
+                self.counts["calls"] += attempts
+                return self._entry(req, route, resp, None, attempts,
+                                   time.monotonic() - start, billed)
             except ProviderError as exc:
+                error = exc.error_class
+                if exc.billed:
+                    billed[exc.error_class] += 1
                 # the server's x-should-retry decides first, as in the official SDKs: a 500
                 # saying false is tried once, a 4xx saying true is retried
-                if provider.is_retryable(exc) and attempts <= policy.max_retries:
+                if (provider.is_retryable(exc) and attempts <= policy.max_retries
+                        and (not exc.billed or self._reserve_retry(req, route))):
                     self.retries_by_class[exc.error_class] += 1
                     await self.sleep(policy.delay(attempts - 1, exc.retry_after))
                     continue
@@ -424,15 +469,34 @@ class LLMClient:
                     raise kind(f"provider {route!r} ({provider.kind}), model {req.model!r}: "
                                f"{FATAL_NAMES[exc.error_class]} ({exc.detail or exc}); the run "
                                "stopped and nothing was recorded for this request") from None
-                self.counts["calls"] += attempts
-                if exc.error_class == "connection":
-                    raise ProviderUnavailable(
-                        f"provider {route!r}: cannot connect after {attempts} attempts "
-                        f"({exc}); check its base_url and that it is running") from None
-                return self._entry(req, route, None, exc.error_class, attempts,
-                                   time.monotonic() - start)
+                if exc.error_class == "connection" and not billed:
+                    self.counts["calls"] += attempts
+                    raise ProviderUnavailable(self._unreachable(route, attempts, exc)) from None
+                break
         self.counts["calls"] += attempts
-        return self._entry(req, route, resp, None, attempts, time.monotonic() - start)
+        return self._entry(req, route, None, error, attempts, time.monotonic() - start, billed)
+
+    def _unreachable(self, route: str, attempts: int, exc: ProviderError) -> str:
+        """The one line of a provider no attempt could connect to, naming the proxy
+        variable the route goes through when one is set (its URL without credentials)."""
+        found = getattr(self.providers[route], "proxy", lambda: None)()
+        if found is None:
+            return (f"provider {route!r}: cannot connect after {attempts} attempts ({exc}); "
+                    "check its base_url and that it is running")
+        var, url = found
+        return (f"provider {route!r}: cannot connect through the proxy {var}={url} after "
+                f"{attempts} attempts ({exc}); check that the proxy runs and reaches the "
+                f"provider, or unset {var}")
+
+    def _reserve_retry(self, req: LLMRequest, route: str) -> bool:
+        """Reserve one more worst case before retrying an attempt the provider may have
+        billed, so that the charges of every such attempt stay under the caps; False (no
+        retry, no halt) when a cap has no room for it."""
+        worst = self.worst_case(req)
+        if not self.budget.extend(route, worst):
+            return False
+        self._retry_reserved[req.key()] += worst
+        return True
 
     @staticmethod
     async def _attempt(provider: Provider, req: LLMRequest, deadline: float) -> LLMResponse:
@@ -442,13 +506,15 @@ class LLMClient:
         this one bounds the whole call, which the claim lease relies on.
 
         Raises:
-            ProviderError: the provider's failure, or ``timeout`` at the deadline.
+            ProviderError: the provider's failure, or ``timeout`` at the deadline (billed:
+                the request was in flight, so the provider may have charged for it).
         """
         try:
             async with asyncio.timeout(deadline):
                 return await provider.complete(req)
         except TimeoutError:
-            raise ProviderError("timeout", f"no complete answer within {deadline:g} s") from None
+            raise ProviderError("timeout", f"no complete answer within {deadline:g} s",
+                                billed=True) from None
 
     def _deadline(self, req: LLMRequest, route: str) -> float:
         """Seconds one attempt of ``req`` may take, body included: the request's timeout,
@@ -466,7 +532,13 @@ class LLMClient:
                 + policy.max_retries * policy.max_delay_s + 60)
 
     def _entry(self, req: LLMRequest, route: str, resp: LLMResponse | None, error: str | None,
-               attempts: int, elapsed: float) -> dict:
+               attempts: int, elapsed: float, billed: Counter[str] | None = None) -> dict:
+        """The cache entry of a request: its answer (or final failure) and what it cost.
+
+        ``usd`` is the whole charge of the request: the answer's priced cost (its worst case
+        when it came without usage or could not be read) plus the worst case of every
+        attempt the provider may have billed without answering (``billed``: class -> count,
+        recorded as ``billed_attempts``)."""
         payload = req.key_payload()
         if payload.get("json_schema") is not None:  # ~1 kB per entry, the same in every entry
             payload["json_schema"] = {"sha256": hashlib.sha256(
@@ -480,34 +552,57 @@ class LLMClient:
             "elapsed_s": round(elapsed, 6),
             "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
+        live = self.providers[route].live
+        worst = self.worst_case(req) if live else 0.0
+        usd = 0.0
         if resp is not None:
+            usd = self.prices.cost(req.model, resp.usage)
             body.update(
                 text=resp.text, refusal=resp.refusal, truncated=resp.truncated,
                 served_model=resp.model, usage=resp.usage.to_dict(),
                 latency_s=round(resp.latency_s, 6),
-                usd=self.prices.cost(req.model, resp.usage),
             )
-            worst = self.worst_case(req)
-            if self.providers[route].live and worst > 0 and usage_missing(resp):
+            if resp.unparseable:
+                # billed, but nothing readable came: an invalid answer of its own class,
+                # charged at its worst case (its usage, when reported, is kept as the record)
+                body.update(error_class=UNPARSEABLE, unparseable=resp.unparseable)
+                usd = worst or usd
+            elif worst > 0 and usage_missing(resp):
                 # A paid answer that says nothing of its tokens (a gateway, a proxy) would be
                 # priced at 0 and never reach the cap: charge the reservation, its worst case.
-                body.update(usd=worst, usage_missing=True)
+                body.update(usage_missing=True)
+                usd = worst
+        if billed:
+            body["billed_attempts"] = dict(sorted(billed.items()))
+            usd += worst * sum(billed.values())
+        if billed or body.get("error_class") == UNPARSEABLE:
+            body["worst_usd"] = worst  # what each of those charges was
+        if resp is not None or billed:
+            body["usd"] = usd
         return body
 
     def _result(self, req: LLMRequest, entry: dict, parse: Parse | None, cache_hit: bool,
                 live: bool) -> LLMResult:
         key = req.key()
         sha = answer_sha256(entry)
+        usd = float(entry.get("usd") or 0.0)  # a failure's: attempts the provider may have billed
+        self._count_charges(entry, live)
         if entry["status"] != "answered":
             self.counts["failures"] += 1
             self.failures_by_class[entry["error_class"] or "failed"] += 1
+            spent = 0.0 if cache_hit or not live else usd
+            self.usd += usd
+            self.usd_live += usd if live else 0.0
+            self.usd_spent += spent
             return LLMResult(key, None, None, None, entry["error_class"] or "failed", Usage(),
-                             0.0, 0.0, cache_hit, 0.0, 0 if cache_hit else entry["attempts"],
+                             usd, spent, cache_hit, 0.0, 0 if cache_hit else entry["attempts"],
                              sha)
         usage = Usage.from_dict(entry["usage"])
         text = entry["text"]
         parsed, valid, error = None, True, None
-        if entry.get("refusal"):
+        if entry.get("error_class") == UNPARSEABLE:  # billed, but no answer could be read
+            valid, error = False, UNPARSEABLE
+        elif entry.get("refusal"):
             valid, error = False, "refusal"
         elif parse is not None:
             try:
@@ -517,7 +612,6 @@ class LLMClient:
                 error = "truncated" if entry.get("truncated") else classify_parse_error(exc)
         elif not text:
             valid, error = False, "empty"
-        usd = float(entry["usd"])
         spent = 0.0 if cache_hit or not live else usd
         if entry.get("usage_missing"):
             self.counts["usage_missing"] += 1
@@ -535,6 +629,19 @@ class LLMClient:
         self.usd_spent += spent
         return LLMResult(key, text, parsed, valid, error, usage, usd, spent, cache_hit,
                          float(entry["latency_s"]), 0 if cache_hit else entry["attempts"], sha)
+
+    def _count_charges(self, entry: dict, live: bool) -> None:
+        """Count what a request was charged at its worst case, by class: an ``unparseable``
+        answer, attempts the provider may have billed without answering (``timeout``); for
+        the manifest's ``worst_case_charges``."""
+        classes = dict(entry.get("billed_attempts") or {})
+        if entry.get("error_class") == UNPARSEABLE and entry["status"] == "answered":
+            classes[UNPARSEABLE] = 1
+        if not live or not classes:
+            return
+        for cls, n in classes.items():
+            self.charged_by_class[cls] += n
+            self.charged_usd_by_class[cls] += n * float(entry.get("worst_usd") or 0.0)
 
     @staticmethod
     def _blocked(req: LLMRequest, scope: str) -> LLMResult:
@@ -554,7 +661,10 @@ class LLMClient:
         cache hits, validity, failures and retries by class, budget halts, tokens and USD
         (``usd``: priced, the mock's included; ``usd_live``: priced live answers;
         ``usd_spent``: money actually paid by this process; ``usage_missing``: paid answers
-        that came without token usage, or with zeros, each charged at its worst case)."""
+        that came without token usage, or with zeros, each charged at its worst case;
+        ``worst_case_charges``: class -> ``{"n", "usd"}`` of the other charges at the worst
+        case: ``unparseable`` answers and attempts the provider may have billed without
+        answering, e.g. ``timeout``; all of them are in ``usd``, ``usd_live``, ``usd_spent``)."""
         c = self.counts
         answered = c["answered"] + c["cache_hits"]
         run_halts = [h for h in self.budget.halts if h["scope"] == "run"]
@@ -586,6 +696,8 @@ class LLMClient:
             "usd_live": round(self.usd_live, 10),
             "usd_spent": round(self.usd_spent, 10),
             "usage_missing": c["usage_missing"],
+            "worst_case_charges": {k: {"n": n, "usd": round(self.charged_usd_by_class[k], 10)}
+                                   for k, n in sorted(self.charged_by_class.items())},
             "claim_waits": c["claim_waits"],
             "claims_taken_over": c["claims_taken_over"],
             "answers_discarded": c["answers_discarded"],

@@ -100,7 +100,9 @@ class Usage:
 @dataclass(frozen=True, slots=True)
 class LLMResponse:
     """What a provider returned: text (possibly malformed), usage, and whether the model
-    refused or was cut off. Transport failures are exceptions, not responses."""
+    refused or was cut off. Transport failures are exceptions, not responses. ``unparseable``
+    says why an HTTP 200 the provider billed could not be read as an answer (empty: it
+    could); such an answer has no text and is charged at its worst case."""
 
     text: str
     usage: Usage
@@ -108,6 +110,7 @@ class LLMResponse:
     refusal: bool = False
     truncated: bool = False
     model: str = ""  # the id the server reported, when it reports one
+    unparseable: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,7 +78,8 @@ NO_LLM_USAGE: dict[str, Any] = {
     "reserved_at_halt_usd": None, "spent_at_halt_usd": None, "usd_cap": None,
     "usd_over_cap": 0.0, "tokens_in": 0, "tokens_cached": 0, "tokens_cache_write": 0,
     "tokens_out": 0, "tokens_reasoning": 0, "usd": 0.0, "usd_live": 0.0, "usd_spent": 0.0,
-    "usage_missing": 0, "claim_waits": 0, "claims_taken_over": 0, "answers_discarded": 0,
+    "usage_missing": 0, "worst_case_charges": {}, "claim_waits": 0, "claims_taken_over": 0,
+    "answers_discarded": 0,
     "replay": False,
 }
 

@@ -48,7 +48,11 @@ from market_agents.llm.prompting import extract_snapshot
 from market_agents.llm.providers.mock import trade_rule
 
 FAULTS = ("ok", "429", "500", "529", "timeout", "reset", "badjson", "malformed", "refusal",
-          "failed", "quota", "400", "401", "403", "404", "trickle")
+          "failed", "quota", "400", "401", "403", "404", "trickle", "output_null", "error200",
+          "rate200", "raw")
+# Faults answered with HTTP 200 carrying an error object in the route's wire format, as
+# gateways and proxies do (tailcallhq/forgecode #2595): the status they stand for.
+ERROR_200 = {"error200": 500, "rate200": 429}
 # What an answer says of its tokens: the counts (``reported``), no usage object at all
 # (``missing``, as some gateways and proxies answer) or every count zero (``zeros``).
 USAGE_MODES = ("reported", "missing", "zeros")
@@ -216,7 +220,11 @@ class FakeAPI:
         faults: consumed one per request: ``ok``, ``429`` (with Retry-After ``retry_after_s``),
             ``500``, ``529``, ``timeout`` (waits ``hang_s``), ``reset`` (connection dropped),
             ``badjson``, ``malformed``, ``refusal``, ``failed`` (a Responses object with
-            ``status: failed`` under HTTP 200), ``quota`` (429 insufficient_quota; Anthropic's
+            ``status: failed`` under HTTP 200), ``output_null`` (a completed answer, billed,
+            whose output is null: openai-python #2486; Messages: ``content: null``; chat
+            completions: ``choices: null``), ``error200`` / ``rate200`` (HTTP 200 carrying the
+            route's error body of a 500 / a 429), ``raw`` (HTTP 200 with ``raw_body`` as its
+            body, for property tests over shapes), ``quota`` (429 insufficient_quota; Anthropic's
             400 "credit balance is too low"), ``400``, ``401``, ``403``, ``404``, ``trickle``
             (a good answer whose body, padded with spaces, comes 12 bytes every ``trickle_s``
             seconds over at least ``hang_s`` seconds; ``dropped`` counts the clients that hung
@@ -275,7 +283,8 @@ class FakeAPI:
         self.tokens = tokens
         self.requests: list[dict[str, Any]] = []
         self.seen: Counter[str] = Counter()
-        self.answered = 0  # 200 responses written in full
+        self.answered = 0  # 200 answers written in full (bodies billed, whatever their shape)
+        self.raw_body = b"{}"  # the body of the ``raw`` fault
         self.lock = threading.Lock()
         self.arrived = threading.Condition(self.lock)
         self.n_arrived = 0
@@ -524,8 +533,15 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
                 self._reset()
             elif fault in STATUS:
                 self._fault(path, fault)
-            elif fault == "badjson":
-                self._send(200, b'{"id": "resp_fake", "output": [')
+            elif fault in ("badjson", "raw"):  # a body cut short, or the test's own body
+                if self._send(200, api.raw_body if fault == "raw"
+                              else b'{"id": "resp_fake", "output": ['):
+                    with api.lock:
+                        api.answered += 1  # billed: the provider answered, whatever the shape
+            elif fault in ERROR_200:  # a gateway's error under HTTP 200
+                status = ERROR_200[fault]
+                self._send(200, json.dumps(_error_body(path, status, FAULT_MESSAGES[str(status)]
+                                                       )).encode())
             else:
                 self._answer(path, body, digest, fault)
 
@@ -581,6 +597,9 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
             if fault == "failed" and path.endswith("/responses"):  # HTTP 200, status failed
                 answer |= {"status": "failed", "output": [],
                            "error": {"code": "server_error", "message": "model failed"}}
+            if fault == "output_null":  # billed (usage kept), nothing readable where the text is
+                answer[{"/responses": "output", "/messages": "content"}.get(
+                    path[path.rfind("/"):], "choices")] = None
             payload = json.dumps(answer).encode()
             sent = (self._trickle(payload) if fault == "trickle"
                     else self._send(200, payload))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from market_agents.llm import structured
 from market_agents.llm.config import ProviderSettings
-from market_agents.llm.providers.base import SDKProvider, split_system
+from market_agents.llm.providers.base import SDKProvider, count, split_system, text_of
 from market_agents.llm.schema import RANGE_KEYWORDS
 from market_agents.llm.types import LLMRequest, LLMResponse, Usage
 
@@ -28,6 +28,7 @@ class AnthropicProvider(SDKProvider):
     """
 
     kind = "anthropic"
+    answer_key = "content"
     rejected = {"json_schema": RANGE_KEYWORDS}  # numeric and length bounds
 
     def __init__(self, route: str, settings: ProviderSettings, key: str | None, url: str | None):
@@ -36,9 +37,8 @@ class AnthropicProvider(SDKProvider):
         import anthropic
 
         self._sdk = anthropic
-        self._client = anthropic.AsyncAnthropic(
-            api_key=key, base_url=url, timeout=settings.timeout_s, max_retries=0
-        )
+        self._client = self.client(anthropic.AsyncAnthropic, url, api_key=key,
+                                   timeout=settings.timeout_s, max_retries=0)
 
     def payload(self, request: LLMRequest) -> dict:
         """The Messages API arguments of ``request``."""
@@ -68,31 +68,39 @@ class AnthropicProvider(SDKProvider):
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         """Send ``request`` and return the answer text, usage (cache reads and writes
-        included) and latency.
+        included) and latency (an unparseable answer for a body the SDK cannot read).
 
         Raises:
-            ProviderError: a transport failure, classified (retryable or fatal).
+            ProviderError: a transport failure, classified (retryable or fatal), or an error
+                object inside an HTTP 200.
         """
-        resp, latency = await self.send(self._client.messages.create, request)
-        text = "".join(b.text for b in resp.content if getattr(b, "type", "") == "text")
-        u = resp.usage
-        usage = Usage()  # none reported (a proxy): zeros, charged at the reservation
-        if u is not None:
-            read = getattr(u, "cache_read_input_tokens", 0) or 0
-            write = getattr(u, "cache_creation_input_tokens", 0) or 0
-            details = getattr(u, "output_tokens_details", None)
-            usage = Usage(
-                input=(u.input_tokens or 0) + read + write,  # Anthropic's excludes both
-                cached_input=read,
-                cache_write=write,
-                output=u.output_tokens or 0,
-                reasoning=getattr(details, "thinking_tokens", 0) or 0,
-            )
+        return await self.send(self._client.messages.with_raw_response.create, request)
+
+    def answer(self, resp, latency: float) -> LLMResponse:
+        """The message's text blocks, refusal, truncation, model and usage."""
+        text = "".join(text_of(b.text) for b in resp.content if getattr(b, "type", "") == "text")
         return LLMResponse(
             text=text,
-            usage=usage,
+            usage=self.usage(resp),
             latency_s=latency,
             refusal=resp.stop_reason == "refusal",
             truncated=resp.stop_reason == "max_tokens",
-            model=resp.model or "",
+            model=text_of(resp.model),
+        )
+
+    def usage(self, resp) -> Usage:
+        """The message's usage, normalized: input counts cache reads and writes, which
+        Anthropic's ``input_tokens`` excludes (zeros when none is reported, e.g. a proxy)."""
+        u = resp.usage
+        if u is None:
+            return Usage()
+        read = count(getattr(u, "cache_read_input_tokens", 0))
+        write = count(getattr(u, "cache_creation_input_tokens", 0))
+        details = getattr(u, "output_tokens_details", None)
+        return Usage(
+            input=count(u.input_tokens) + read + write,  # Anthropic's excludes both
+            cached_input=read,
+            cache_write=write,
+            output=count(u.output_tokens),
+            reasoning=count(getattr(details, "thinking_tokens", 0)),
         )

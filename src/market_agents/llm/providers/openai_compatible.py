@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from market_agents.llm import structured
 from market_agents.llm.config import ProviderSettings
-from market_agents.llm.providers.base import ProviderError, SDKProvider
+from market_agents.llm.providers.base import SDKProvider, count, text_of
 from market_agents.llm.types import LLMRequest, LLMResponse, Usage
 
 
@@ -15,6 +15,7 @@ class OpenAICompatibleProvider(SDKProvider):
     """A server speaking OpenAI chat completions at ``base_url`` (vLLM, Ollama, llama.cpp)."""
 
     kind = "openai_compatible"
+    answer_key = "choices"
 
     def __init__(self, route: str, settings: ProviderSettings, key: str | None, url: str):
         super().__init__(route)
@@ -22,9 +23,8 @@ class OpenAICompatibleProvider(SDKProvider):
         import openai
 
         self._sdk = openai
-        self._client = openai.AsyncOpenAI(
-            api_key=key or "not-needed", base_url=url, timeout=settings.timeout_s, max_retries=0
-        )
+        self._client = self.client(openai.AsyncOpenAI, url, api_key=key or "not-needed",
+                                   timeout=settings.timeout_s, max_retries=0)
 
     def payload(self, request: LLMRequest) -> dict:
         """The chat-completions arguments of ``request``, the schema sent per the route's
@@ -53,27 +53,34 @@ class OpenAICompatibleProvider(SDKProvider):
         return kwargs
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        """Send ``request`` and return the answer text, usage and latency.
+        """Send ``request`` and return the answer text, usage and latency (an unparseable
+        answer for a body without choices, or one the SDK cannot read).
 
         Raises:
-            ProviderError: a transport failure, or a response without choices.
+            ProviderError: a transport failure, or an error object inside an HTTP 200.
         """
-        resp, latency = await self.send(self._client.chat.completions.create, request)
-        if not resp.choices:
-            raise ProviderError("bad_response", "no choices")
-        choice = resp.choices[0]
-        u = resp.usage
-        usage = Usage()  # none reported: zeros, which the client charges at the reservation
-        if u is not None:
-            cached = getattr(u.prompt_tokens_details, "cached_tokens", 0) or 0
-            reasoning = getattr(u.completion_tokens_details, "reasoning_tokens", 0) or 0
-            usage = Usage(input=u.prompt_tokens or 0, cached_input=cached,
-                          output=u.completion_tokens or 0, reasoning=reasoning)
+        return await self.send(self._client.chat.completions.with_raw_response.create,
+                               request)
+
+    def answer(self, resp, latency: float) -> LLMResponse:
+        """The first choice's text, refusal and truncation, the model and usage."""
+        choice = resp.choices[0]  # no choices: an IndexError, so an unparseable answer
         return LLMResponse(
-            text=choice.message.content or "",
-            usage=usage,
+            text=text_of(choice.message.content),
+            usage=self.usage(resp),
             latency_s=latency,
             refusal=bool(getattr(choice.message, "refusal", None)),
             truncated=choice.finish_reason == "length",
-            model=resp.model or "",
+            model=text_of(resp.model),
         )
+
+    def usage(self, resp) -> Usage:
+        """The completion's usage (zeros when none is reported, which the client charges at
+        the reservation)."""
+        u = resp.usage
+        if u is None:
+            return Usage()
+        cached = count(getattr(u.prompt_tokens_details, "cached_tokens", 0))
+        reasoning = count(getattr(u.completion_tokens_details, "reasoning_tokens", 0))
+        return Usage(input=count(u.prompt_tokens), cached_input=cached,
+                     output=count(u.completion_tokens), reasoning=reasoning)

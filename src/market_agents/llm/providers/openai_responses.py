@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from market_agents.llm import structured
 from market_agents.llm.config import ProviderSettings
-from market_agents.llm.providers.base import ProviderError, SDKProvider, split_system
+from market_agents.llm.providers.base import (
+    ProviderError,
+    SDKProvider,
+    count,
+    split_system,
+    text_of,
+)
 from market_agents.llm.types import LLMRequest, LLMResponse, Usage
 
 
@@ -16,6 +22,7 @@ class OpenAIProvider(SDKProvider):
     """
 
     kind = "openai"
+    answer_key = "output"
     rejected = {"json_schema": frozenset({"minLength", "maxLength"})}  # strict mode's lengths
 
     def __init__(self, route: str, settings: ProviderSettings, key: str | None, url: str | None):
@@ -24,9 +31,8 @@ class OpenAIProvider(SDKProvider):
         import openai
 
         self._sdk = openai
-        self._client = openai.AsyncOpenAI(
-            api_key=key, base_url=url, timeout=settings.timeout_s, max_retries=0
-        )
+        self._client = self.client(openai.AsyncOpenAI, url, api_key=key,
+                                   timeout=settings.timeout_s, max_retries=0)
 
     def payload(self, request: LLMRequest) -> dict:
         """The Responses API arguments of ``request``."""
@@ -53,37 +59,52 @@ class OpenAIProvider(SDKProvider):
         return kwargs
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        """Send ``request`` and return the answer text, usage and latency.
+        """Send ``request`` and return the answer text, usage and latency (an unparseable
+        answer for a body the SDK cannot read, e.g. ``output: null``: openai-python #2486).
 
         Raises:
-            ProviderError: a transport failure, or a response with status failed or cancelled.
+            ProviderError: a transport failure, a response with status failed or cancelled,
+                or an error object inside an HTTP 200.
         """
-        resp, latency = await self.send(self._client.responses.create, request)
-        if resp.status in ("failed", "cancelled"):
-            # HTTP 200 carrying a failed response: the provider failed, the model said nothing
-            code = getattr(getattr(resp, "error", None), "code", None) or resp.status
-            raise ProviderError("response_failed", f"status {resp.status} ({code})")
+        return await self.send(self._client.responses.with_raw_response.create, request)
+
+    def error_in_body(self, data: dict) -> ProviderError | None:
+        """A Responses object with status failed or cancelled (HTTP 200: the provider failed,
+        the model said nothing), or an error object in place of a response."""
+        if data.get("status") in ("failed", "cancelled"):
+            err = data.get("error")
+            code = (err.get("code") if isinstance(err, dict) else None) or data["status"]
+            code = code if str(code).replace("_", "").isalnum() else data["status"]
+            return ProviderError("response_failed", f"status {data['status']} ({code})")
+        return super().error_in_body(data)
+
+    def answer(self, resp, latency: float) -> LLMResponse:
+        """The Responses object's text, refusal, truncation, model and usage."""
         refusal = any(
             getattr(part, "type", "") == "refusal"
-            for item in resp.output or []
+            for item in resp.output
             for part in (getattr(item, "content", None) or [])
         )
-        u = resp.usage
-        usage = Usage()  # none reported: zeros, which the client charges at the reservation
-        if u is not None:
-            details = u.input_tokens_details
-            usage = Usage(
-                input=u.input_tokens or 0,  # OpenAI counts cached tokens inside input_tokens
-                cached_input=getattr(details, "cached_tokens", 0) or 0,
-                cache_write=getattr(details, "cache_write_tokens", 0) or 0,
-                output=u.output_tokens or 0,
-                reasoning=getattr(u.output_tokens_details, "reasoning_tokens", 0) or 0,
-            )
         return LLMResponse(
-            text=resp.output_text or "",
-            usage=usage,
+            text=text_of(resp.output_text),
+            usage=self.usage(resp),
             latency_s=latency,
             refusal=refusal,
             truncated=resp.status == "incomplete",
-            model=resp.model or "",
+            model=text_of(resp.model),
+        )
+
+    def usage(self, resp) -> Usage:
+        """The Responses usage, normalized (zeros when none is reported, which the client
+        charges at the reservation)."""
+        u = resp.usage
+        if u is None:
+            return Usage()
+        details = u.input_tokens_details
+        return Usage(
+            input=count(u.input_tokens),  # OpenAI counts cached tokens inside input_tokens
+            cached_input=count(getattr(details, "cached_tokens", 0)),
+            cache_write=count(getattr(details, "cache_write_tokens", 0)),
+            output=count(u.output_tokens),
+            reasoning=count(getattr(u.output_tokens_details, "reasoning_tokens", 0)),
         )
