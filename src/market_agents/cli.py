@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import NoReturn
 
 from market_agents.errors import MarketAgentsError, Terminated
-from market_agents.inputs import stop_grace_s
+from market_agents.inputs import check_environment
 
 # Subcommand modules, in the order `ma --help` lists them.
 COMMANDS = ["run", "validate", "plot", "outcomes", "gather", "summary", "sensitivity", "budget",
@@ -79,16 +79,26 @@ def main(argv: list[str] | None = None) -> int:
         argv: the arguments after ``ma`` (default ``sys.argv[1:]``).
 
     Returns:
-        The subcommand's exit code; 2 for a :class:`MarketAgentsError` or an ``OSError``
-        (one line on stderr naming the command, never a traceback); 130 on Ctrl-C, 143 on
+        The subcommand's exit code; 2 for a :class:`MarketAgentsError`, an ``OSError`` or an
+        environment variable ``ma`` would misread (``inputs.check_environment``): one line on
+        stderr naming the command, never a traceback; 130 on Ctrl-C, 143 on
         SIGTERM (one line each; the same command resumes).
     """
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    try:
+        # before the parser, whose --replay/--new-cache defaults read the switches: a switch
+        # that is neither on nor off, a stop grace or a base URL ma would misread, is refused
+        # now, before any file is read or written (a bad stop grace would surface at a stop)
+        check_environment()
+    except MarketAgentsError as exc:
+        print(f"ma{' ' + command if command else ''}: error: {one_line(str(exc))}",
+              file=sys.stderr)
+        return 2
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     try:
         with sigterm_as_interrupt():
-            stop_grace_s()  # a bad MARKET_AGENTS_STOP_GRACE_S is refused now, not at a stop
             return int(args.func(args) or 0)
     except MarketAgentsError as exc:
         print(f"ma {args.command}: error: {one_line(str(exc))}", file=sys.stderr)

@@ -24,6 +24,7 @@ checks that a kind registered here is found everywhere and that the classes agre
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -33,6 +34,9 @@ from typing import Any
 # A mode is implemented once in structured.py; a kind declares which of them it can send.
 MODES = ("json_schema", "json_object_schema", "grammar", "none")
 DEFAULT_MODE = "json_schema"
+# The schemes a provider's base URL may have: the SDKs speak HTTP. Any other value used to end,
+# after every retry, in a failure-rate stop classed `reset` that did not name the URL.
+URL_SCHEMES = ("http", "https")
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,44 @@ def served() -> list[str]:
 def price_keys() -> list[str]:
     """The ``provider`` values a price-table row may name."""
     return sorted({k.price_key for k in _REGISTRY.values() if k.price_key is not None})
+
+
+def base_url_envs() -> list[str]:
+    """The environment variables a base URL is read from (``base_url_env`` of the declared
+    kinds), sorted: what ``ma`` checks when it starts (``inputs.check_environment``)."""
+    return sorted({k.base_url_env for k in _REGISTRY.values() if k.base_url_env})
+
+
+def url_problem(url: str) -> str | None:
+    """What keeps ``url`` from being a provider's base URL, or None when it is one.
+
+    The one rule for every base URL: a route's ``providers.<route>.base_url``, the kinds'
+    variables (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``), ``ma bazaar eval --base-url``.
+    A base URL is an ``http://`` or ``https://`` URL with a host (and, if it names one, a port
+    in 1..65535), without blanks or control characters.
+
+    Args:
+        url: the text given.
+
+    Returns:
+        None, or a few words saying what is wrong (never the URL itself: it may hold a
+        password before an ``@``).
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port  # raises for a port that is not a number in 0..65535
+    except ValueError:  # its message may quote part of the URL
+        return "not a URL (a malformed host or port)"
+    if parts.scheme.lower() not in URL_SCHEMES:
+        scheme = f"scheme {parts.scheme!r}" if parts.scheme else "no scheme"
+        return f"not an http(s) URL ({scheme})"
+    if not parts.hostname:
+        return "an http(s) URL without a host"
+    if port == 0:
+        return "port 0 is not a port"
+    if any(c.isspace() or not c.isprintable() for c in url):  # urlsplit drops some of them
+        return "holds blanks or control characters"
+    return None
 
 
 class _Names(Sequence[str]):
