@@ -14,7 +14,8 @@ base-URL variables. Every other place asks this module:
   (imported only then: a mock-only run never loads ``openai`` or ``anthropic``), its key and
   base URL from the declared variables; ``llm/structured.py`` the modes;
 - the price table (``prices.py``): the ``provider`` of every row is a declared price-table key,
-  and a route declared free is priced under its kind's key;
+  a route's models are priced by rows of its kind's key (any row for a ``gateway`` kind), and
+  a route declared free is priced under its kind's key;
 - Bazaar: ``ma bazaar eval --provider``'s choices and the ``bazaar_eval`` rule's wildcard.
 
 This module sits at the bottom, importing nothing from the package, so that loading a config
@@ -57,6 +58,10 @@ class ProviderKind:
         needs_base_url: a route of the kind must have a base URL (a server you run).
         free: answers without a paid call: no key, no budget, never live.
         may_be_free: a route of the kind may be declared free (``providers.<route>.free``).
+        gateway: a route of the kind may serve any provider's models (a wire format that
+            gateways and proxies speak: LiteLLM in front of OpenAI, OpenRouter), so a row of
+            any provider may price them; otherwise only rows of ``price_key`` do
+            (``PriceTable.check_routes``).
         defaults: ``ProviderSettings`` fields a route of the kind takes unless it sets them.
         summary: a few words for help texts.
     """
@@ -70,6 +75,7 @@ class ProviderKind:
     needs_base_url: bool = False
     free: bool = False
     may_be_free: bool = False
+    gateway: bool = False
     defaults: Mapping[str, Any] = field(default_factory=dict)
     summary: str = ""
 
@@ -245,7 +251,7 @@ register(ProviderKind(
     name="openai_compatible",
     provider="market_agents.llm.providers.openai_compatible:OpenAICompatibleProvider",
     modes=MODES, price_key="openai_compatible", base_url_env="OPENAI_BASE_URL",
-    needs_base_url=True, may_be_free=True,
+    needs_base_url=True, may_be_free=True, gateway=True,
     summary="a server speaking OpenAI chat completions (vLLM, Ollama, llama.cpp)"))
 register(ProviderKind(
     name="library", provider=None, modes=MODES, free=True,

@@ -73,6 +73,37 @@ def test_a_documented_switch_value_still_works(tmp_path):
         one_line_error(proc)
 
 
+# --- 2, 3, 5. the price table ------------------------------------------------------------------
+
+def test_a_hosted_route_priced_zero_is_refused_naming_the_row(tmp_path, api):
+    # e83eada ran it with the USD caps inert (planned 0 USD, no ledger record) and no warning
+    prices = price_table(tmp_path, "input: 0.20\n    cached_input: 0.02\n    output: 1.25",
+                         "input: 0.0\n    cached_input: 0.0\n    output: 0.0")
+    err = one_line_error(ma_run(tmp_path, api, extra_env={"MARKET_AGENTS_PRICES": str(prices)}))
+    assert err.startswith(f"ma run: error: {prices}: models.gpt-5.4-nano: priced 0 USD")
+    assert "providers.<route>.free" in err
+    assert_nothing_done(tmp_path, api, keep={"prices.yaml"})
+
+
+def test_a_row_priced_for_another_provider_is_refused_naming_file_and_row(tmp_path, api):
+    # e83eada priced the openai route's calls from the anthropic row and paid them
+    err = one_line_error(ma_run(tmp_path, api, **{
+        "population.llm.models": "{openai: claude-haiku-5-5}"}))
+    assert err.startswith(f"ma run: error: {PRICES}: models.claude-haiku-5-5.provider: the row "
+                          "is priced for provider 'anthropic', but route 'openai'")
+    assert_nothing_done(tmp_path, api)
+
+
+@pytest.mark.parametrize("price", ["1e308", "20000"])
+def test_a_price_above_the_bound_is_refused_naming_file_row_and_key(tmp_path, api, price):
+    # e83eada simulated with 1e308, halted every call (worst case inf) and died writing the
+    # manifest: "Out of range float values are not JSON compliant: inf" (a traceback)
+    prices = price_table(tmp_path, "output: 1.25", f"output: {price}")
+    err = one_line_error(ma_run(tmp_path, api, extra_env={"MARKET_AGENTS_PRICES": str(prices)}))
+    assert err.startswith(f"ma run: error: {prices}: models.gpt-5.4-nano.output: ")
+    assert_nothing_done(tmp_path, api, keep={"prices.yaml"})
+
+
 # --- 6. base URLs -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name,url", [
