@@ -10,6 +10,7 @@ ended in a traceback.
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -71,6 +72,25 @@ def test_a_documented_switch_value_still_works(tmp_path):
                           env=env(None, MARKET_AGENTS_REPLAY=" YES "))
     assert "--replay: serving every answer from the record needs --cache" in \
         one_line_error(proc)
+
+
+# --- 4. a foreign cache.db ----------------------------------------------------------------------
+
+def test_another_applications_database_as_cache_is_refused_untouched(tmp_path, api):
+    # e83eada wrote the cache's tables into it, then paid the run's calls
+    (tmp_path / "cache").mkdir()
+    con = sqlite3.connect(tmp_path / "cache" / "cache.db")
+    con.execute("CREATE TABLE users (id INTEGER, email TEXT)")
+    con.execute("INSERT INTO users VALUES (1, 'a@example.org')")
+    con.commit()
+    con.close()
+    before = (tmp_path / "cache" / "cache.db").read_bytes()
+    err = one_line_error(ma_run(tmp_path, api))
+    assert err.startswith(f"ma run: error: --cache {tmp_path / 'cache'}: cache.db: another "
+                          "application's SQLite database, not an LLM response cache")
+    assert (tmp_path / "cache" / "cache.db").read_bytes() == before
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["cache.db"]
+    assert_nothing_done(tmp_path, api, keep={"cache"})
 
 
 # --- 2, 3, 5. the price table ------------------------------------------------------------------
