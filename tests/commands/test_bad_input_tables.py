@@ -170,3 +170,30 @@ def test_a_bazaar_base_url_that_is_not_http_is_refused_naming_the_argument(capsy
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "argument --base-url: 'ftp://x': not an http(s) URL" in err
+
+
+# --- 5. nothing non-finite reaches a manifest ---------------------------------------------------
+
+def test_a_non_finite_number_bound_for_a_manifest_is_one_line_and_no_run(tmp_path, monkeypatch,
+                                                                         capsys):
+    # the price bound keeps every worst case finite; should any other number of a manifest be
+    # infinite, the run is refused in one line naming the file and key, and nothing is written
+    # (e83eada: a traceback, "Out of range float values are not JSON compliant: inf")
+    import market_agents.sim.rundir as rundir
+    from market_agents.cli import main
+
+    real = rundir.write_files
+
+    def infinite(path, config_yaml, tables, manifest):
+        real(path, config_yaml, tables, manifest | {"wall_time_s": float("inf")})
+
+    monkeypatch.setattr(rundir, "write_files", infinite)
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", str(ROOT / "config" / "baseline.yaml"), "--seed", "1", "--out", "run",
+                 "--quiet", "--set", "simulation.ticks=60", "--set", "simulation.burn_in=10",
+                 "--set", "population.llm_share=0"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert err == ("ma run: error: manifest.json: wall_time_s is inf: JSON holds finite numbers "
+                   "only, so the file is not written")
+    assert list(tmp_path.iterdir()) == []
