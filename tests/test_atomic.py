@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from market_agents.atomic import (
+    NotJSON,
     json_text,
     naming,
     write_atomic,
@@ -74,5 +75,23 @@ def test_parquet_is_written_whole(tmp_path):
 
 @given(st.sampled_from([math.nan, math.inf, -math.inf]))
 def test_json_is_strict(value):
-    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+    with pytest.raises(ValueError, match=r"^x\.1\.y is (nan|inf|-inf): JSON holds finite "):
         json_text({"x": [1.0, {"y": value}]})
+
+
+@given(st.recursive(st.floats(allow_nan=False, allow_infinity=False) | st.integers() | st.text(),
+                    lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=12),
+       st.sampled_from([math.nan, math.inf, -math.inf]))
+def test_a_non_finite_number_anywhere_is_named_by_file_and_key(data, value):
+    # issue 33: e83eada let "Out of range float values are not JSON compliant: inf" reach ma
+    # as a traceback (a price of 1e308 made a manifest's worst case infinite)
+    doc = {"llm_usage": {"worst": [0.5, value]}, "other": data}
+    with pytest.raises(NotJSON, match=r"^manifest\.json: llm_usage\.worst\.1 is "):
+        json_text(doc, where="manifest.json")
+
+
+def test_write_json_atomic_names_the_file_and_writes_nothing(tmp_path):
+    with pytest.raises(NotJSON, match=rf"^{tmp_path / 'm.json'}: a is inf"):
+        write_json_atomic(tmp_path / "m.json", {"a": math.inf})
+    assert list(tmp_path.iterdir()) == []

@@ -36,7 +36,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
                "cli", "config"),
     "commands": ("testing",),
     "config": ABOVE_ENGINE,
-    # reading user input sits just above the bottom layer: it may name errors, nothing more
+    # reading user input sits just above the bottom layer: it may name errors, and the provider
+    # registry (its base-URL variables are checked when `ma` starts), nothing more
     "inputs": (*ENGINE, *ABOVE_ENGINE, "llm", "config", "bazaar", "atomic", "rng"),
     # the config's LLM block and the price table sit below both the config and the LLM layer
     # (which name them too), so a classical run's config loads no LLM module

@@ -5,7 +5,8 @@ permission) leaves nothing behind and raises :class:`OSError` naming the file it
 whatever library did the writing and whatever its message (polars reports a full disk as
 ``ComputeError``, with or without an errno), so the command line can print it as one line
 (``market_agents.cli``). JSON is strict: NaN and infinities are refused (``allow_nan=False``),
-so every JSON file parses with a strict parser.
+so every JSON file parses with a strict parser; such a number is :class:`NotJSON`, naming the
+file and the key that holds it, which the command line prints as one line.
 
 Imports nothing else from the package.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
 import re
 import shutil
@@ -96,13 +98,53 @@ def write_atomic(path: str | Path, write: Callable[[IO[bytes]], None]) -> None:
             raise
 
 
-def json_text(data: Any, indent: int | None = 1) -> str:
+class NotJSON(ValueError):
+    """Data to be written as JSON holds NaN or an infinity, which no strict JSON reader takes.
+    The message names the file (when known) and the key path of the first such number; the
+    file is not written. ``ma`` prints it as one line (exit 2), never a traceback."""
+
+
+def json_text(data: Any, indent: int | None = 1, where: str | Path = "") -> str:
     """``data`` as strict JSON text with sorted keys, ending in a newline.
 
+    Args:
+        data: JSON-shaped data (dicts, lists, text, finite numbers, booleans, None).
+        indent: as ``json.dumps``.
+        where: the file the text is for, named by the error.
+
+    Returns:
+        The text.
+
     Raises:
-        ValueError: when ``data`` holds NaN or an infinity (no strict JSON reader takes them).
+        NotJSON: ``data`` holds NaN or an infinity: ``<where>: <key.path> is inf: ...``.
     """
-    return json.dumps(data, indent=indent, sort_keys=True, allow_nan=False) + "\n"
+    try:
+        return json.dumps(data, indent=indent, sort_keys=True, allow_nan=False) + "\n"
+    except ValueError:
+        found = _non_finite(data, "")
+        if found is None:
+            raise
+        key, value = found
+        raise NotJSON(f"{f'{where}: ' if str(where) else ''}{key or '(top level)'} is {value}: "
+                      "JSON holds finite numbers only, so the file is not written") from None
+
+
+def _non_finite(data: Any, path: str) -> tuple[str, float] | None:
+    """The key path (``a.b.0``) and value of the first NaN or infinity in ``data``, in the
+    order the JSON text would hold it, or None."""
+    if isinstance(data, float):
+        return None if math.isfinite(data) else (path, data)
+    if isinstance(data, dict):
+        items = sorted(data.items(), key=lambda kv: str(kv[0]))
+    elif isinstance(data, (list, tuple)):
+        items = list(enumerate(data))
+    else:
+        return None
+    for key, value in items:
+        found = _non_finite(value, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
@@ -111,8 +153,13 @@ def write_text_atomic(path: str | Path, text: str) -> None:
 
 
 def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write ``data`` as strict JSON (:func:`json_text`) to ``path`` atomically."""
-    write_text_atomic(path, json_text(data))
+    """Write ``data`` as strict JSON (:func:`json_text`) to ``path`` atomically.
+
+    Raises:
+        NotJSON: ``data`` holds NaN or an infinity (nothing is written); OSError: as
+            :func:`write_atomic`.
+    """
+    write_text_atomic(path, json_text(data, where=path))
 
 
 def write_parquet_atomic(path: str | Path, frame: pl.DataFrame, **options: Any) -> None:

@@ -1,8 +1,9 @@
 """``ma``: the command line. Each subcommand lives in ``market_agents.commands.<name>`` and
 exposes ``register(subparsers)``; this file only dispatches and is the one error boundary:
 a named error (bad input), an ``OSError`` (a full disk, a lost permission: the writers in
-``market_agents.atomic`` name the file) and a bad argument each become one line on stderr and
-exit code 2, never a traceback. SIGTERM (a SLURM time limit or preemption, systemd, ``kill``)
+``market_agents.atomic`` name the file), a number JSON cannot hold (``atomic.NotJSON``, naming
+the file and key) and a bad argument each become one line on stderr and exit code 2, never a
+traceback. SIGTERM (a SLURM time limit or preemption, systemd, ``kill``)
 takes Ctrl-C's path in every command: one line, exit 143 (Ctrl-C: 130), nothing received
 lost and no claim left (``market_agents.llm.interrupt``)."""
 
@@ -17,8 +18,9 @@ import threading
 from collections.abc import Iterator
 from typing import NoReturn
 
+from market_agents.atomic import NotJSON
 from market_agents.errors import MarketAgentsError, Terminated
-from market_agents.inputs import stop_grace_s
+from market_agents.inputs import check_environment
 
 # Subcommand modules, in the order `ma --help` lists them.
 COMMANDS = ["run", "validate", "plot", "outcomes", "gather", "summary", "sensitivity", "budget",
@@ -79,18 +81,32 @@ def main(argv: list[str] | None = None) -> int:
         argv: the arguments after ``ma`` (default ``sys.argv[1:]``).
 
     Returns:
-        The subcommand's exit code; 2 for a :class:`MarketAgentsError` or an ``OSError``
-        (one line on stderr naming the command, never a traceback); 130 on Ctrl-C, 143 on
+        The subcommand's exit code; 2 for a :class:`MarketAgentsError`, an ``OSError``, a
+        ``NotJSON`` or an environment variable ``ma`` would misread
+        (``inputs.check_environment``): one line on stderr naming the command, never a
+        traceback; 130 on Ctrl-C, 143 on
         SIGTERM (one line each; the same command resumes).
     """
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    try:
+        # before the parser, whose --replay/--new-cache defaults read the switches: a switch
+        # that is neither on nor off, a stop grace or a base URL ma would misread, is refused
+        # now, before any file is read or written (a bad stop grace would surface at a stop)
+        check_environment()
+    except MarketAgentsError as exc:
+        print(f"ma{' ' + command if command else ''}: error: {one_line(str(exc))}",
+              file=sys.stderr)
+        return 2
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     try:
         with sigterm_as_interrupt():
-            stop_grace_s()  # a bad MARKET_AGENTS_STOP_GRACE_S is refused now, not at a stop
             return int(args.func(args) or 0)
     except MarketAgentsError as exc:
+        print(f"ma {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except NotJSON as exc:  # a NaN or infinity bound for a JSON file: nothing was written
         print(f"ma {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:  # nothing is half-written: the writers are atomic

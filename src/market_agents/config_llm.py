@@ -46,7 +46,7 @@ class ProviderSettings(Strict):
 
     kind: str | None = Field(default=None, description="the route's provider kind: one "
                              "a provider class serves (provider_kinds.py)")
-    base_url: str | None = None
+    base_url: str | None = None  # an http(s) URL with a host (provider_kinds.url_problem)
     api_key_env: str | None = None
     usd_cap: float | None = Field(default=None, ge=0, description="per-provider cap per run")
     max_concurrency: int = Field(default=8, ge=1, le=256)
@@ -67,6 +67,16 @@ class ProviderSettings(Strict):
     latency_s: float = Field(default=0.0, ge=0, le=10, description="mock only: simulated "
                              "latency per call (real providers answer in seconds)")
     invalid_rate: float = Field(default=0.05, ge=0, le=1, description="mock only")
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, v: str | None) -> str | None:
+        # refused here, when the config loads, not after a run of retries against it
+        problem = None if v is None else provider_kinds.url_problem(v)
+        if problem:
+            raise ValueError(f"{problem}; a base URL is an http(s) URL with a host, e.g. "
+                             "http://127.0.0.1:8000/v1")
+        return v
 
     @field_validator("kind")
     @classmethod

@@ -16,8 +16,10 @@ Numbers are checked where they are used: every config model derives from
 :class:`market_agents.core.Strict` (finite floats, 64-bit integers).
 
 The environment variables ``ma`` reads before any command runs are here too (the serving
-switches and the stop grace), so that reading them loads nothing of the LLM layer: a classical
-run never imports it.
+switches, the stop grace and the providers' base URLs: :func:`check_environment`), so that
+reading them loads nothing of the LLM layer: a classical run never imports it. A boolean switch
+takes only its documented values (:func:`parse_flag`) and a base URL only an http(s) URL with a
+host (``provider_kinds.url_problem``); anything else is refused, never read as "off" or sent to.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from market_agents import provider_kinds
 from market_agents.errors import ConfigError
 
 MAX_FILE_BYTES = 1 << 20  # configs, designs and price tables are a few kB
@@ -45,6 +48,12 @@ STOP_GRACE_ENV = "MARKET_AGENTS_STOP_GRACE_S"
 # Calls in flight get this long to finish after an interrupt (llm/interrupt.py): below SLURM's
 # default KillWait (30 s, the time between SIGTERM and SIGKILL), above a typical answer's latency.
 DEFAULT_STOP_GRACE_S = 10.0
+# Every boolean switch the package reads from the environment (checked when `ma` starts).
+FLAG_ENVS = (REPLAY_ENV, NEW_CACHE_ENV)
+# The values a boolean switch accepts, in any case, with surrounding blanks. Anything else is
+# refused: `MARKET_AGENTS_REPLAY=maybe` read as "off" would buy the answers it meant to replay.
+FLAG_ON = ("1", "true", "yes")
+FLAG_OFF = ("", "0", "false", "no")
 
 _MERGE = "tag:yaml.org,2002:merge"
 _REFUSED_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("binary", "timestamp", "set", "omap",
@@ -61,9 +70,111 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 
-def env_flag(name: str) -> bool:
-    """Whether the environment variable ``name`` is set to 1/true/yes."""
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
+def _shown(raw: str, limit: int = 60) -> str:
+    """``raw`` as the message quotes it: repr, at most ``limit`` characters."""
+    text = repr(raw)
+    return text if len(text) <= limit else text[:limit - 4] + "...'"
+
+
+def parse_flag(raw: str, where: str) -> bool:
+    """A boolean switch's value.
+
+    Args:
+        raw: the text given (an environment variable's value).
+        where: what the message names (the variable).
+
+    Returns:
+        True for 1/true/yes, False for 0/false/no or empty (any case, blanks around ignored).
+
+    Raises:
+        ConfigError: ``<where>='<raw>': ...`` for any other value, listing the accepted ones.
+    """
+    value = raw.strip().lower()
+    if value in FLAG_ON:
+        return True
+    if value in FLAG_OFF:
+        return False
+    raise ConfigError(f"{where}={_shown(raw)}: not a switch value; use {'/'.join(FLAG_ON)} to "
+                      f"turn it on, {'/'.join(v for v in FLAG_OFF if v)} or empty (or unset) to "
+                      "turn it off")
+
+
+def env_flag(name: str, env: Mapping[str, str] | None = None) -> bool:
+    """Whether the boolean switch ``name`` is on (:func:`parse_flag`).
+
+    Args:
+        name: the environment variable.
+        env: where it is read (default ``os.environ``); unset is off.
+
+    Returns:
+        True when it is set to 1/true/yes; False when unset, empty or 0/false/no.
+
+    Raises:
+        ConfigError: any other value, naming the variable and the accepted values.
+    """
+    return parse_flag((os.environ if env is None else env).get(name, ""), name)
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a message may quote it: a URL can carry a password or key before an ``@``
+    (``https://user:sk-...@host``), so such a URL is not quoted at all."""
+    return "(not shown: it holds '@')" if "@" in url else _shown(url)
+
+
+def check_base_url(url: str, where: str) -> str:
+    """``url`` if it is a provider's base URL (``provider_kinds.url_problem``).
+
+    Args:
+        url: the text given.
+        where: what the message names first (``OPENAI_BASE_URL``, ``--base-url``).
+
+    Returns:
+        ``url`` unchanged.
+
+    Raises:
+        ConfigError: one line, ``<where>=<url>: <problem>; ...``.
+    """
+    problem = provider_kinds.url_problem(url)
+    if problem:
+        raise ConfigError(f"{where}={shown_url(url)}: {problem}; a base URL is an http(s) URL "
+                          "with a host, e.g. http://127.0.0.1:8000/v1")
+    return url
+
+
+def base_url_arg(text: str) -> str:
+    """An argparse ``type``: a provider's base URL (``--base-url``), by the rule of
+    ``provider_kinds.url_problem``.
+
+    Returns:
+        ``text``; ``argparse.ArgumentTypeError`` otherwise, which ``ma`` prints as one line
+        naming the argument (never quoting a URL that holds '@').
+    """
+    problem = provider_kinds.url_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{shown_url(text)}: {problem}")
+    return text
+
+
+def check_environment(env: Mapping[str, str] | None = None) -> None:
+    """Refuse what ``ma`` would misread in the environment, before any command runs (nothing
+    is read as "off", no request is sent to a URL that is not one): the boolean switches
+    (:data:`FLAG_ENVS`), the stop grace, and the providers' base-URL variables
+    (``provider_kinds.ProviderKind.base_url_env``; set and empty reads as unset).
+
+    Args:
+        env: the environment (default ``os.environ``).
+
+    Raises:
+        ConfigError: one line naming the variable (never echoing a URL that holds '@').
+    """
+    env = os.environ if env is None else env
+    for name in FLAG_ENVS:
+        env_flag(name, env)
+    stop_grace_s(env)
+    for name in provider_kinds.base_url_envs():
+        raw = env.get(name, "")
+        if raw:
+            check_base_url(raw, name)
 
 
 def stop_grace_s(env: Mapping[str, str] | None = None) -> float:

@@ -1,6 +1,11 @@
 """Prices are data (``config/prices.yaml``), validated once; cost is a pure function of a price
 row and a call's usage. An unknown model is an error that names it: nothing runs unpriced.
 
+A table that means money refuses what it does not understand, naming the file and the row:
+a rate above :data:`MAX_USD_PER_MTOK` (so every worst case is a finite number), a row priced
+at 0 for a provider that bills (a route that costs nothing is declared free instead), and,
+for a run, a row whose ``provider`` is not the route's (:meth:`PriceTable.check_routes`).
+
 Declared beside the config, below the LLM layer: a classical run records the table it ran
 under (its manifest's ``price_assumptions``) without loading that layer, and planning prices a
 design the same way. ``market_agents.llm.pricing`` names the same objects."""
@@ -14,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from market_agents import provider_kinds
 from market_agents.core import Strict, sha256_file, validation_message
@@ -27,6 +32,14 @@ if TYPE_CHECKING:
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "config" / "prices.yaml"
 PRICES_ENV = "MARKET_AGENTS_PRICES"
+# The most a row may charge per 1M tokens, for each of input, cached input and output. The
+# dearest list prices are a few hundred USD per 1M output tokens; a rate far above is a typo
+# (a price per token written per 1M), and an unbounded one makes a call's worst case infinite
+# (1e308 halted every call and left a manifest that JSON cannot hold).
+MAX_USD_PER_MTOK = 10_000.0
+# Cache writes cost input x this multiplier (Anthropic: 1.25 for 5 minutes, 2 for an hour).
+MAX_CACHE_WRITE_MULTIPLIER = 10.0
+_RATES = ("input", "cached_input", "output")
 
 
 class ModelPrice(Strict):
@@ -40,7 +53,7 @@ class ModelPrice(Strict):
     input: float = Field(ge=0, description="USD per `per_tokens` uncached input tokens")
     cached_input: float = Field(ge=0)
     output: float = Field(ge=0)
-    cache_write_multiplier: float = Field(default=1.0, ge=0)
+    cache_write_multiplier: float = Field(default=1.0, ge=0, le=MAX_CACHE_WRITE_MULTIPLIER)
     date: str
     source: str = Field(min_length=3)
 
@@ -67,6 +80,31 @@ class PriceTable(Strict):
     models: dict[str, ModelPrice]
     path: str = ""
 
+    @model_validator(mode="after")
+    def _bounded_and_billed(self) -> PriceTable:
+        # rows are checked here, where per_tokens is known; a table built in code from these
+        # rows (with_free's zero rows for declared-free routes) is a copy, not re-checked
+        billed = set(provider_kinds.price_keys()) - {
+            k.price_key for k in provider_kinds.declared() if k.free}
+        for model, row in self.models.items():
+            for key in _RATES:
+                per_mtok = getattr(row, key) / self.per_tokens * 1_000_000  # no overflow
+                if not per_mtok <= MAX_USD_PER_MTOK:
+                    raise ValueError(
+                        f"models.{model}.{key}: {getattr(row, key):g} USD per "
+                        f"{self.per_tokens:,} tokens is {per_mtok:g} USD per 1M tokens, above "
+                        f"the most a row may charge ({MAX_USD_PER_MTOK:,.0f} USD per 1M "
+                        "tokens); a price per token written as a price per 1M tokens?")
+            if row.provider in billed and row.input == 0 and row.output == 0:
+                raise ValueError(
+                    f"models.{model}: priced 0 USD (input and output) for provider "
+                    f"{row.provider!r}, which bills its calls, so no USD cap would ever act; "
+                    "give the row its price, or, for a server you run, declare its route free "
+                    f"(population.llm.providers.<route>.free: true; "
+                    f"{', '.join(k.name for k in provider_kinds.declared() if k.may_be_free)} "
+                    "routes only)")
+        return self
+
     def price(self, model: str) -> ModelPrice:
         """The model's row.
 
@@ -80,6 +118,38 @@ class PriceTable(Strict):
                 f"(known: {', '.join(sorted(self.models))})"
             )
         return row
+
+    def check_routes(self, llm: LLMConfig) -> PriceTable:
+        """Check that each model of each paid route (``LLMConfig.paid_routes``) is priced for
+        the route's provider: a row's ``provider`` is the price-table key of the route's kind
+        (``provider_kinds.ProviderKind.price_key``), or any key for a ``gateway`` kind
+        (``openai_compatible``: a proxy may serve OpenAI's models at OpenAI's prices). The
+        mock and the frozen library (free kinds) may take any row: a rehearsal prices the mock
+        at the live model's row; a route declared free is priced by the zero rows
+        :meth:`with_free` gives it.
+
+        Args:
+            llm: the run's ``population.llm`` config.
+
+        Returns:
+            This table.
+
+        Raises:
+            ConfigError: a model without a row, or ``<file>: models.<model>.provider: ...``
+                naming the row and the route it contradicts.
+        """
+        for route in llm.paid_routes():  # a route declared free is priced by its zero rows
+            kind = provider_kinds.get(llm.kind(route))
+            for model in llm.model_ids(route):
+                row = self.price(model)
+                if row.provider != kind.price_key and not kind.gateway:
+                    raise ConfigError(
+                        f"{self.path or 'prices.yaml'}: models.{model}.provider: the row is "
+                        f"priced for provider {row.provider!r}, but route {route!r} "
+                        f"(population.llm.provider_mix.{route}) is kind {kind.name!r}, whose "
+                        f"rows name provider {kind.price_key!r}; add a row priced for "
+                        f"{kind.price_key!r} (under its own model id) or fix the route")
+        return self
 
     def cost(self, model: str, usage: Usage) -> float:
         """The USD an answer of ``model`` with ``usage`` is billed (cached input and cache writes
@@ -182,7 +252,8 @@ def _load(path: str) -> PriceTable:
 
 def run_prices(llm: LLMConfig) -> PriceTable:
     """The price table a run of ``llm`` is priced from: :func:`load_prices`, with a zero row for
-    each model of a route declared free (``providers.<route>.free``).
+    each model of a route declared free (``providers.<route>.free``), checked against the
+    run's routes (:meth:`PriceTable.check_routes`).
 
     Args:
         llm: the run's ``population.llm`` config.
@@ -191,11 +262,13 @@ def run_prices(llm: LLMConfig) -> PriceTable:
         The table (``PriceTable.with_free``).
 
     Raises:
-        ConfigError: a missing or malformed table.
+        ConfigError: a missing or malformed table, a model of a priced route without a row,
+            or a row priced for another provider than its route's.
     """
     free = llm.free_models()
     keys = {route: provider_kinds.get(llm.kind(route)).price_key for route in set(free.values())}
-    return load_prices().with_free(free, {r: k for r, k in keys.items() if k is not None})
+    table = load_prices().with_free(free, {r: k for r, k in keys.items() if k is not None})
+    return table.check_routes(llm)
 
 
 def cost(model: str, usage: Usage, table: PriceTable | None = None) -> float:

@@ -14,7 +14,8 @@ base-URL variables. Every other place asks this module:
   (imported only then: a mock-only run never loads ``openai`` or ``anthropic``), its key and
   base URL from the declared variables; ``llm/structured.py`` the modes;
 - the price table (``prices.py``): the ``provider`` of every row is a declared price-table key,
-  and a route declared free is priced under its kind's key;
+  a route's models are priced by rows of its kind's key (any row for a ``gateway`` kind), and
+  a route declared free is priced under its kind's key;
 - Bazaar: ``ma bazaar eval --provider``'s choices and the ``bazaar_eval`` rule's wildcard.
 
 This module sits at the bottom, importing nothing from the package, so that loading a config
@@ -24,6 +25,7 @@ checks that a kind registered here is found everywhere and that the classes agre
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -33,6 +35,9 @@ from typing import Any
 # A mode is implemented once in structured.py; a kind declares which of them it can send.
 MODES = ("json_schema", "json_object_schema", "grammar", "none")
 DEFAULT_MODE = "json_schema"
+# The schemes a provider's base URL may have: the SDKs speak HTTP. Any other value used to end,
+# after every retry, in a failure-rate stop classed `reset` that did not name the URL.
+URL_SCHEMES = ("http", "https")
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,10 @@ class ProviderKind:
         needs_base_url: a route of the kind must have a base URL (a server you run).
         free: answers without a paid call: no key, no budget, never live.
         may_be_free: a route of the kind may be declared free (``providers.<route>.free``).
+        gateway: a route of the kind may serve any provider's models (a wire format that
+            gateways and proxies speak: LiteLLM in front of OpenAI, OpenRouter), so a row of
+            any provider may price them; otherwise only rows of ``price_key`` do
+            (``PriceTable.check_routes``).
         defaults: ``ProviderSettings`` fields a route of the kind takes unless it sets them.
         summary: a few words for help texts.
     """
@@ -66,6 +75,7 @@ class ProviderKind:
     needs_base_url: bool = False
     free: bool = False
     may_be_free: bool = False
+    gateway: bool = False
     defaults: Mapping[str, Any] = field(default_factory=dict)
     summary: str = ""
 
@@ -131,6 +141,44 @@ def served() -> list[str]:
 def price_keys() -> list[str]:
     """The ``provider`` values a price-table row may name."""
     return sorted({k.price_key for k in _REGISTRY.values() if k.price_key is not None})
+
+
+def base_url_envs() -> list[str]:
+    """The environment variables a base URL is read from (``base_url_env`` of the declared
+    kinds), sorted: what ``ma`` checks when it starts (``inputs.check_environment``)."""
+    return sorted({k.base_url_env for k in _REGISTRY.values() if k.base_url_env})
+
+
+def url_problem(url: str) -> str | None:
+    """What keeps ``url`` from being a provider's base URL, or None when it is one.
+
+    The one rule for every base URL: a route's ``providers.<route>.base_url``, the kinds'
+    variables (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``), ``ma bazaar eval --base-url``.
+    A base URL is an ``http://`` or ``https://`` URL with a host (and, if it names one, a port
+    in 1..65535), without blanks or control characters.
+
+    Args:
+        url: the text given.
+
+    Returns:
+        None, or a few words saying what is wrong (never the URL itself: it may hold a
+        password before an ``@``).
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port  # raises for a port that is not a number in 0..65535
+    except ValueError:  # its message may quote part of the URL
+        return "not a URL (a malformed host or port)"
+    if parts.scheme.lower() not in URL_SCHEMES:
+        scheme = f"scheme {parts.scheme!r}" if parts.scheme else "no scheme"
+        return f"not an http(s) URL ({scheme})"
+    if not parts.hostname:
+        return "an http(s) URL without a host"
+    if port == 0:
+        return "port 0 is not a port"
+    if any(c.isspace() or not c.isprintable() for c in url):  # urlsplit drops some of them
+        return "holds blanks or control characters"
+    return None
 
 
 class _Names(Sequence[str]):
@@ -203,7 +251,7 @@ register(ProviderKind(
     name="openai_compatible",
     provider="market_agents.llm.providers.openai_compatible:OpenAICompatibleProvider",
     modes=MODES, price_key="openai_compatible", base_url_env="OPENAI_BASE_URL",
-    needs_base_url=True, may_be_free=True,
+    needs_base_url=True, may_be_free=True, gateway=True,
     summary="a server speaking OpenAI chat completions (vLLM, Ollama, llama.cpp)"))
 register(ProviderKind(
     name="library", provider=None, modes=MODES, free=True,

@@ -39,5 +39,7 @@ def test_every_json_file_written_is_strict(tmp_path, capsys):
 
 def test_the_manifest_writer_refuses_a_non_finite_number(tmp_path):
     tables = {name: pl.DataFrame(schema=SCHEMAS[name]) for name in TABLES}
-    with pytest.raises(ValueError, match="not JSON compliant"):
+    # issue 33: named by file and key (atomic.NotJSON, a ValueError), before any file is written
+    with pytest.raises(ValueError, match=r"^manifest\.json: x is nan: JSON holds finite"):
         write_files(tmp_path, "", tables, {"x": float("nan")})
+    assert list(tmp_path.iterdir()) == []

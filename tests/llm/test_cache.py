@@ -315,3 +315,68 @@ def test_opening_while_another_process_stores_its_first_paid_answer_is_no_lost_r
     monkeypatch.setattr(cache_module, "stored_entries", count_then_writer_stores)
     check_record(path)  # no CacheError
     assert (path / PAID_MARKER).exists()
+
+
+# --- another application's database (issue 33) -------------------------------------------------
+
+def _sqlite(path, *statements: str) -> bytes:
+    """A cache directory ``path`` whose cache.db is an SQLite database made by ``statements``;
+    the file's bytes."""
+    import sqlite3
+
+    path.mkdir()
+    con = sqlite3.connect(path / "cache.db")
+    for statement in statements:
+        con.execute(statement)
+    con.commit()
+    con.close()
+    return (path / "cache.db").read_bytes()
+
+
+@pytest.mark.parametrize("statements,names", [
+    (["CREATE TABLE users (id INTEGER, email TEXT)", "INSERT INTO users VALUES (1, 'a@b')"],
+     "'users'"),
+    # another application that also keeps a table named Cache, with its own columns
+    (["CREATE TABLE Cache (k TEXT, v TEXT)"], "'Cache'"),
+    # a real cache, plus a table someone added
+    (["CREATE TABLE Settings (key TEXT NOT NULL UNIQUE, value)", "CREATE TABLE Cache (rowid "
+      "INTEGER PRIMARY KEY, key BLOB, raw INTEGER, store_time REAL, expire_time REAL, "
+      "access_time REAL, access_count INTEGER DEFAULT 0, tag BLOB, size INTEGER DEFAULT 0, "
+      "mode INTEGER DEFAULT 0, filename TEXT, value BLOB)", "CREATE VIEW report AS SELECT 1"],
+     "'report'"),
+])
+@pytest.mark.parametrize("readonly", [False, True])
+def test_another_applications_database_is_refused_untouched(tmp_path, statements, names,
+                                                           readonly):
+    # e83eada wrote the cache's tables (and a probe entry) into it
+    path = tmp_path / "c"
+    before = _sqlite(path, *statements)
+    with pytest.raises(CacheError) as info:
+        ResponseCache(path, readonly=readonly)
+    message = str(info.value)
+    assert message.startswith(f"{path / 'cache.db'}: another application's SQLite database, "
+                              f"not an LLM response cache (table(s) {names}")
+    assert "\n" not in message
+    assert (path / "cache.db").read_bytes() == before
+    assert sorted(p.name for p in path.iterdir()) == ["cache.db"]
+
+
+def test_a_cache_diskcache_made_still_opens(tmp_path):
+    import diskcache
+
+    plain = diskcache.Cache(str(tmp_path / "plain"))  # diskcache's own defaults
+    plain.set("k", "v")
+    plain.close()
+    ResponseCache(tmp_path / "plain").close()
+    ours = ResponseCache(tmp_path / "ours")
+    ours.put("k1", {"status": "answered", "text": "a"})
+    ours.close()
+    reopened = ResponseCache(tmp_path / "ours", readonly=True)
+    assert reopened.get("k1")["text"] == "a"
+    reopened.close()
+
+
+def test_an_sqlite_file_without_tables_is_a_new_cache(tmp_path):
+    _sqlite(tmp_path / "c", "CREATE TABLE t (x)", "DROP TABLE t")
+    assert (tmp_path / "c" / "cache.db").stat().st_size > 0
+    ResponseCache(tmp_path / "c").close()

@@ -31,6 +31,7 @@ from market_agents.bazaar.play import max_messages, replay
 from market_agents.bazaar.prompts import PROMPT_VERSION, prompt_id, system_prompt
 from market_agents.bazaar.tiers import Tier, eval_seeds, get_tier, train_seeds
 from market_agents.errors import ConfigError
+from market_agents.inputs import base_url_arg
 from market_agents.llm.types import LLMRequest, Message
 
 SCORE_KEYS = ("score", "reward", "format_bonus", "trade_bonus", "termination", "turns_played",
@@ -62,7 +63,8 @@ def register_eval(bsub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     e.add_argument("--cache", default=None, help="response cache directory")
     e.add_argument("--usd-cap", type=float, default=0.0,
                    help="USD cap for the whole evaluation (required > 0 for live providers)")
-    e.add_argument("--base-url", default=None, help="openai_compatible server URL")
+    e.add_argument("--base-url", default=None, type=base_url_arg,
+                   help="openai_compatible server URL (http:// or https://)")
     e.add_argument("--free", action="store_true",
                    help="openai_compatible only: the model costs nothing (a server you run); "
                    "priced at 0 USD without a row in the price table")

@@ -12,7 +12,8 @@ transaction that checks for an answer). Another process that needs it waits for 
 claim whose owner died (same host, pid gone) or whose lease expired is taken over.
 
 The cache refuses to serve a damaged record: an entry that fails its checksum, a damaged sqlite
-file, a path that is not a cache directory, or a cache emptied or deleted after it held paid
+file, a ``cache.db`` that is another application's database (refused before anything is written
+into it), a path that is not a cache directory, or a cache emptied or deleted after it held paid
 answers (``paid.json`` says so) raise :class:`CacheError` naming the path and what is wrong. So
 does a cache on a network filesystem, where SQLite's WAL mode does not work, unless its
 rollback journal is opted in (:mod:`market_agents.llm.filesystem`).
@@ -116,7 +117,9 @@ def check_path(path: str | Path, write: bool = True) -> Path:
 def damage(path: str | Path) -> str | None:
     """What is wrong with the sqlite file of a cache (None: sound or absent). Opens it
     read-only and runs ``PRAGMA quick_check`` (truncation, flipped bytes in pages, random
-    bytes); checksums of entries are checked when entries are read."""
+    bytes), then checks that it is a cache's database (:func:`_foreign`): another
+    application's database is refused before the cache's tables are written into it.
+    Checksums of entries are checked when entries are read."""
     db = _db(Path(path))
     if not db.exists() or db.stat().st_size == 0:
         return None
@@ -129,11 +132,38 @@ def damage(path: str | Path) -> str | None:
                          if ln.strip() and not ln.startswith("***")]
                 return (f"damaged sqlite database (quick_check: {len(lines)} problem(s), e.g. "
                         f"{lines[0] if lines else rows[0][0]})")
+            return _foreign(con)
         finally:
             con.close()
     except sqlite3.DatabaseError as exc:
         return f"damaged sqlite database ({exc})"
-    return None
+
+
+# The tables diskcache makes in cache.db and the columns the cache reads (diskcache 5's
+# schema; its indexes and triggers hang off these). Anything else in the file is not ours.
+_OWN_TABLES = {"Settings": {"key", "value"},
+               "Cache": {"key", "raw", "store_time", "expire_time", "access_time",
+                         "access_count", "tag", "size", "mode", "filename", "value"}}
+
+
+def _foreign(con: sqlite3.Connection) -> str | None:
+    """Why the sound sqlite database open in ``con`` is not a cache's (None: it is one, or it
+    is still empty): a table or view diskcache does not make, or a table of a cache's name
+    without the columns diskcache gives it. SQLite's own tables (``sqlite_*``) are ignored."""
+    names = [n for (n,) in con.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name")
+        if not n.startswith("sqlite_")]
+    other = [n for n in names if n not in _OWN_TABLES]
+    if not other:
+        other = [n for n in names if not _OWN_TABLES[n] <= {
+            row[1] for row in con.execute(f'PRAGMA table_info("{n}")')}]
+    if not other:
+        return None
+    listed = ", ".join(repr(n) for n in other[:5]) + (", ..." if len(other) > 5 else "")
+    # the callers add what to do ("move it away ..."): the cache belongs in a directory of
+    # its own
+    return (f"another application's SQLite database, not an LLM response cache (table(s) "
+            f"{listed} are not the cache's); nothing was written to it")
 
 
 def stored_entries(path: str | Path) -> int | None:

@@ -26,7 +26,7 @@ from market_agents.config import Config
 from market_agents.config_llm import TokenProfile
 from market_agents.errors import ConfigError
 from market_agents.layout import ROOT, freeze_path
-from market_agents.prices import load_prices
+from market_agents.prices import load_prices, run_prices
 from market_agents.protocol.design import Design, load_design
 from market_agents.protocol.freeze import frozen_equal_usd
 from market_agents.protocol.tiers import label
@@ -199,7 +199,9 @@ def plan_config(config: Config, tokens_in: int = _TOKENS.tokens_in,
     by_model = live_decisions(config, config_decisions_per_agent(config))
     if not by_model:
         return 0.0
-    table = load_prices()
+    # the run's table, checked against its routes: a row priced for another provider than
+    # its route's is refused here, before the guards admit the run to the spend ledger
+    table = run_prices(config.population.llm)
     rates = {m: table.planned_cost(m, tokens_in, tokens_out) for m in by_model}
     by_model = capped(by_model, rates, config.population.llm.usd_cap)
     return sum(d * rates[m] for m, d in by_model.items())
@@ -335,8 +337,9 @@ def check_budgets(design: Design) -> None:
 
 
 def check_prices(design: Design) -> None:
-    """Every model a live cell calls has a row in the design's price table and a planning
-    price (``planning.usd_per_decision``)."""
+    """Every model a live cell calls has a row in the design's price table, priced for its
+    route's provider (``PriceTable.check_routes``), and a planning price
+    (``planning.usd_per_decision``)."""
     table = None
     for name, c in design.cells.items():
         if c.unavailable or not design.is_live(name):
@@ -352,6 +355,7 @@ def check_prices(design: Design) -> None:
                     raise ConfigError(f"{design.where(name)}: live model {model!r} has no "
                                       f"planning price (planning.usd_per_decision) in "
                                       f"{design.path}")
+        table.check_routes(llm)
 
 
 def check(design: Design) -> None:

@@ -116,11 +116,17 @@ def write_files(path: Path, config_yaml: str, tables: dict[str, pl.DataFrame],
 
     Parquet files carry no statistics or compression metadata that could vary, so identical
     data gives identical bytes. The manifest is strict JSON (no NaN or infinities).
+
+    Raises:
+        NotJSON: the manifest holds NaN or an infinity (``market_agents.atomic``), before any
+            file is written.
     """
+    # the manifest's text first: a number JSON cannot hold stops the run before any file
+    manifest_text = json_text(manifest, indent=2, where=MANIFEST_FILE)
     (path / CONFIG_FILE).write_text(config_yaml)
     for name in TABLES:
         tables[name].write_parquet(path / table_file(name), statistics=False)
-    (path / MANIFEST_FILE).write_text(json_text(manifest, indent=2))
+    (path / MANIFEST_FILE).write_text(manifest_text)
 
 
 def read_tables(path: str | Path) -> dict[str, pl.DataFrame]:

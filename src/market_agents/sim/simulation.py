@@ -204,7 +204,7 @@ class Run:
             from market_agents.agents.llm_trader import LLMTraderPool
 
             self.pool = LLMTraderPool(config, self.streams, list(self.population.llm_slots),
-                                      cache_path, client=_free_route_client(config, cache_path),
+                                      cache_path, client=_run_client(config, cache_path),
                                       expected=expected, expected_from=expected_from)
         self.schedule = schedule(config, self.population)
         if self.pool is not None:
@@ -375,12 +375,13 @@ def frame(rows: list[tuple], schema: dict[str, Any]) -> pl.DataFrame:
     return pl.DataFrame(dict(zip(schema, columns, strict=True)), schema=schema)
 
 
-def _free_route_client(config: Config, cache_path: str | Path | None):
-    """The LLM client of a run with a route declared free (priced from the table with that
-    route's zero rows, ``pricing.run_prices``), or None: the pool builds its own client from
-    the plain table."""
+def _run_client(config: Config, cache_path: str | Path | None):
+    """The LLM client of a run with LLM slots, priced from the table its routes are checked
+    against (``prices.run_prices``: a row priced for another provider than its route's is
+    refused before any call, and a route declared free gets its zero rows); None for a run
+    replayed from a frozen library (no client)."""
     llm = config.population.llm
-    if llm.frozen_library or not llm.free_models():
+    if llm.frozen_library:
         return None
     # the LLM layer loads only for a run with LLM slots (the pool's caller)
     from market_agents.llm.client import LLMClient
