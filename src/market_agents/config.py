@@ -330,7 +330,7 @@ def validate(data: dict[str, Any], where: str) -> Config:
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{where}: {validation_message(exc, data)}") from None
+        raise ConfigError(f"{where}: {validation_message(exc, data, Config)}") from None
 
 
 def load_config(path: str | Path, sets: list[str] | None = None) -> Config:

@@ -11,11 +11,14 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
+import types
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -90,13 +93,16 @@ def _short(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else f"{text[:limit // 2]}...{text[-8:]} ({len(text)} chars)"
 
 
-def validation_message(exc: ValidationError, data: Any = None) -> str:
+def validation_message(exc: ValidationError, data: Any = None,
+                       model: type[BaseModel] | None = None) -> str:
     """Every error of ``exc`` as ``key.path: message (got value)``, joined by ``"; "``.
 
     Args:
         exc: the error pydantic raised while validating ``data``.
         data: the input that was validated; when given, a list item that is a mapping with a
             ``name`` is shown by that name (``cells.[share_25].tier``) instead of its index.
+        model: the model validated; when given, an unknown key or value is followed by the
+            closest known one (``did you mean 'tick_size'?``).
 
     Returns:
         One line; the offending value is shown unless it is a mapping or a list.
@@ -119,10 +125,57 @@ def validation_message(exc: ValidationError, data: Any = None) -> str:
         own = err["type"] == "value_error"
         msg = str(err["ctx"]["error"]) if own else err["msg"]
         where = ".".join(keys) or ("" if own else "(top level)")
-        part = f"{where + ': ' if where else ''}{msg}{shown}"
+        part = f"{where + ': ' if where else ''}{msg}{shown}{_suggestion(model, err)}"
         if part not in parts:
             parts.append(part)
     return " ".join("; ".join(parts).split())
+
+
+def _suggestion(model: type[BaseModel] | None, err: Any) -> str:
+    """`` (did you mean 'x'?)`` for an unknown key or an unknown literal value of ``model``
+    with a close known name (difflib's ratio >= 0.6), else ``""``."""
+    if model is None or not err["loc"]:
+        return ""
+    if err["type"] == "extra_forbidden" and isinstance(err["loc"][-1], str):
+        wrong, known = err["loc"][-1], _names_at(model, err["loc"][:-1], keys=True)
+    elif err["type"] == "literal_error" and isinstance(err.get("input"), str):
+        wrong, known = err["input"], _names_at(model, err["loc"], keys=False)
+    else:
+        return ""
+    close = difflib.get_close_matches(wrong, known, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _flat(tp: Any) -> list[Any]:
+    """The types a field's annotation may hold: unions and ``Annotated`` unwrapped."""
+    origin = get_origin(tp)
+    if origin is Annotated:
+        return _flat(get_args(tp)[0])
+    if origin in (Union, types.UnionType):
+        return [t for a in get_args(tp) for t in _flat(a)]
+    return [tp]
+
+
+def _names_at(model: type[BaseModel], loc: Sequence[Any], keys: bool) -> list[str]:
+    """The field names (``keys``) or literal values of the node of ``model`` at ``loc``,
+    following nested models, mappings and lists."""
+    nodes: list[Any] = [model]
+    for key in loc:
+        step: list[Any] = []
+        for node in (t for n in nodes for t in _flat(n)):
+            if isinstance(node, type) and issubclass(node, BaseModel):
+                field = node.model_fields.get(key) if isinstance(key, str) else None
+                step += [field.annotation] if field is not None else []
+            elif get_origin(node) in (dict, Mapping) and get_args(node):
+                step.append(get_args(node)[-1])
+            elif get_origin(node) in (list, tuple, Sequence) and get_args(node):
+                step.append(get_args(node)[0])
+        nodes = step
+    flat = [t for n in nodes for t in _flat(n)]
+    if keys:
+        return sorted({f for t in flat if isinstance(t, type) and issubclass(t, BaseModel)
+                       for f in t.model_fields})
+    return sorted({str(v) for t in flat if get_origin(t) is Literal for v in get_args(t)})
 
 
 def _collapse_unions(errors: list[Any]) -> list[Any]:

@@ -150,7 +150,7 @@ def load_run_spec(run_id: str, root: Path = Path(".")) -> RunSpec:
     try:
         spec = RunSpec.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(f"{path}: {validation_message(exc, raw)}") from None
+        raise ConfigError(f"{path}: {validation_message(exc, raw, RunSpec)}") from None
     if spec.run_id != run_id:
         raise ConfigError(f"{path}: run_id {spec.run_id!r} differs from the file name")
     return spec

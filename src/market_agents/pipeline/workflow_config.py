@@ -136,8 +136,8 @@ def validate_workflow_config(
         return WorkflowConfig.model_validate(data or {})
     except ValidationError as exc:
         raise ConfigError(
-            f"{where}: {validation_message(exc, data)}. Fix the key in config/workflow.yaml "
-            "(or the --config/--configfile you passed); the schema is "
+            f"{where}: {validation_message(exc, data, WorkflowConfig)}. Fix the key in "
+            "config/workflow.yaml (or the --config/--configfile you passed); the schema is "
             "workflow/schemas/config.schema.json"
         ) from None
 

@@ -338,7 +338,7 @@ def load_design(path: str | Path, results: Path | str = ROOT) -> Design:
     try:
         spec = DesignSpec.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(f"{path}: {validation_message(exc, raw)}") from None
+        raise ConfigError(f"{path}: {validation_message(exc, raw, DesignSpec)}") from None
     base_path = (path.parent / spec.base).resolve()
     design = Design(
         name=spec.name or path.stem, path=path, cells={},
