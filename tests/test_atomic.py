@@ -4,6 +4,7 @@ nothing behind and raises OSError naming the file; JSON is strict."""
 from __future__ import annotations
 
 import errno
+import os
 import math
 
 import polars as pl
@@ -95,3 +96,40 @@ def test_write_json_atomic_names_the_file_and_writes_nothing(tmp_path):
     with pytest.raises(NotJSON, match=rf"^{tmp_path / 'm.json'}: a is inf"):
         write_json_atomic(tmp_path / "m.json", {"a": math.inf})
     assert list(tmp_path.iterdir()) == []
+
+
+# --- issue 37: result files take the user's umask, not a temporary file's 0600 -------------
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o002, 0o077])
+def test_an_atomic_write_gets_the_mode_the_umask_gives(tmp_path, mask):
+    from market_agents import atomic
+
+    before = os.umask(mask)
+    atomic._umask.cache_clear()
+    try:
+        atomic.write_atomic(tmp_path / "f.bin", lambda fh: fh.write(b"x"))
+    finally:
+        os.umask(before)
+        atomic._umask.cache_clear()
+    assert (tmp_path / "f.bin").stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_a_run_and_its_figure_are_readable_by_a_colleague_under_umask_022(tmp_path):
+    """On e83eada a run directory was 0700 (mkdtemp) and ma plot's PNG 0600 (mkstemp)."""
+    import subprocess
+    import sys
+
+    from tests.support import ROOT
+
+    def ma(*args):
+        return subprocess.run([sys.executable, "-m", "market_agents.cli", *args], cwd=tmp_path,
+                              capture_output=True, text=True, preexec_fn=lambda: os.umask(0o022),
+                              timeout=300)
+
+    assert ma("run", str(ROOT / "config" / "baseline.yaml"), "--seed", "1", "--out", "r",
+              "--quiet").returncode == 0
+    assert ma("plot", "r").returncode == 0
+    assert (tmp_path / "r").stat().st_mode & 0o777 == 0o755
+    for f in (tmp_path / "r").iterdir():
+        assert f.stat().st_mode & 0o777 == 0o644, f.name

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import math
 import os
@@ -75,6 +76,27 @@ def _unexplained(exc: BaseException, path: Path) -> str:
     return f"cannot write: {message} (polars {type(exc).__name__}{free})"
 
 
+@functools.cache
+def _umask() -> int:
+    """The process's umask, read once (``os.umask`` can only be read by setting it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """The mode a new result file gets: what ``open()`` would give it under the user's umask
+    (0644 under the usual 022), not the 0600 of a temporary file, so a colleague sharing the
+    results folder can read it."""
+    return 0o666 & ~_umask()
+
+
+def dir_mode() -> int:
+    """The mode a new result folder gets under the user's umask (0755 under 022), not the
+    0700 of a temporary folder."""
+    return 0o777 & ~_umask()
+
+
 def write_atomic(path: str | Path, write: Callable[[IO[bytes]], None]) -> None:
     """Call ``write`` on a temp file in the directory of ``path``, then rename it into place.
 
@@ -90,6 +112,7 @@ def write_atomic(path: str | Path, write: Callable[[IO[bytes]], None]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
+            os.fchmod(fd, file_mode())  # mkstemp makes it 0600
             with os.fdopen(fd, "wb") as fh:
                 write(fh)
             os.replace(tmp, path)

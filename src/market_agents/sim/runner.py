@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager, nullcontext
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from market_agents.atomic import naming, write_json_atomic
+from market_agents.atomic import dir_mode, naming, write_json_atomic
 from market_agents.config import Config, check_seed, config_hash, dump_yaml
 from market_agents.errors import ConfigError, MarketAgentsError, RunFailed
 from market_agents.outputs import check_dir, foreign
@@ -142,6 +142,7 @@ def _write_run(out: Path, config_yaml: str, tables: dict, manifest: dict) -> Non
     (replacing an earlier run there); a failed write removes it and names ``out``."""
     with naming(out):  # a failed write names the run directory, not its temp sibling
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.resolve().parent))
+        os.chmod(tmp, dir_mode())  # mkdtemp makes it 0700: a colleague could not read the run
         try:
             rundir.write_files(tmp, config_yaml, tables, manifest)
             if out.exists():
