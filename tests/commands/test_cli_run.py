@@ -103,3 +103,25 @@ def test_validate_prints_the_realism_report_and_writes_its_figures(baseline_path
     assert main(["validate", str(baseline_path), "--seeds", "1", "--out",
                  str(tmp_path / "file")]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_a_replay_says_it_made_no_call_and_served_every_answer_from_the_cache(tmp_path,
+                                                                              baseline_path):
+    """Issue 37: the README's replay example ends with one line of what it did (on e83eada it
+    printed only "wrote ... (conservation ok, 1.60 s)")."""
+    def ma(out, *extra):
+        return subprocess.run(
+            [sys.executable, "-m", "market_agents.cli", "run", str(baseline_path), "--seed", "1",
+             "--out", str(tmp_path / out), "--cache", str(tmp_path / "cache"), "--set",
+             "population.llm_share=0.25", "--set", "simulation.ticks=120", *extra],
+            capture_output=True, text=True, timeout=300)
+
+    first = ma("first")
+    assert first.returncode == 0, first.stderr
+    replay = ma("replay", "--replay")
+    assert replay.returncode == 0, replay.stderr
+    last = replay.stdout.strip().splitlines()[-1]
+    n = json.loads((tmp_path / "replay" / "manifest.json").read_text())["llm_usage"]["requests"]
+    assert n > 0
+    assert f"{n} LLM requests: 0 calls, {n} cache hits, 0.00 USD paid" in last, last
+    assert re.match(rf"wrote {re.escape(str(tmp_path / 'replay'))}: 7 files, ", last), last

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -55,6 +56,7 @@ def test_mock_rehearsal_of_a_live_design_resumes(tmp_path):
     design = load_design(tiny_design(tmp_path))
     root = tmp_path / "results"
     counts = run_design(design, workers=1, mock=True, root=root, progress=False)
+    assert counts.pop("llm").endswith("calls, 0 cache hits, 0.00 USD paid")  # the free mock
     assert counts == {"ran": 4, "scored": 0, "reused": 0}
     run = run_dir("tiny", "share_25", 1, mock=True, root=root)
     assert run.parts[-4:-2] == ("rehearsal", "tiny") and (run / "outcomes.json").exists()
@@ -64,7 +66,7 @@ def test_mock_rehearsal_of_a_live_design_resumes(tmp_path):
     # resume: nothing re-runs; a run whose outcomes.json was lost is re-scored, not re-simulated
     (run / "outcomes.json").unlink()
     again = run_design(design, workers=1, mock=True, root=root, progress=False)
-    assert again == {"ran": 0, "scored": 1, "reused": 3}
+    assert again == {"ran": 0, "scored": 1, "reused": 3, "llm": "no LLM requests"}
     assert json.loads((run / "outcomes.json").read_text()) == out
     # a design edited after the runs were made is not silently mixed with them
     edited = yaml.safe_load(design.path.read_text())
@@ -105,9 +107,12 @@ def test_ma_cell_runs_a_free_cell_in_one_process_and_records_it(tmp_path, monkey
     record = Path("results/runs/tiny/share_25/runs_0001-0002.json")
     cell = ["cell", str(path), "share_25", "--seed", "1", "2", "--score"]
     assert ma([*cell, "--runs-file", str(record)]) == 0
-    assert capsys.readouterr().out.splitlines() == [
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == [
         "ran results/runs/tiny/share_25/seed0001", "ran results/runs/tiny/share_25/seed0002",
         f"wrote {record}"]
+    assert all(re.search(r": \d+ LLM requests: \d+ calls, \d+ cache hits, [\d.]+ USD paid$",
+                         line) for line in lines[:2]), lines  # what each run did
     data = json.loads(record.read_text())
     runs = {s: run_dir("tiny", "share_25", s) for s in (1, 2)}
     assert data == {"design": "tiny", "cell": "share_25", "mock": False,

@@ -86,6 +86,7 @@ def main(args: argparse.Namespace) -> int:
     from market_agents.protocol.batches import write_cell_runs
     from market_agents.protocol.planning import load_checked, run_config
     from market_agents.protocol.steps import PaidRuns, run_and_score, simulate
+    from market_agents.sim.rundir import llm_did, read_manifest
 
     args.results = str(check_dir(results_root(args.results, args.design), "--results",
                                  output=False))
@@ -121,11 +122,12 @@ def main(args: argparse.Namespace) -> int:
             did = run_and_score(design, args.cell, seed, args.mock, args.cache, args.results,
                                 thresholds(args), replay=args.replay, new_cache=args.new_cache,
                                 guard=guard, replace_stale=args.replace_stale, paid=paid)
-            print(f"{did} {path}", flush=True)
         else:
             simulate(design, args.cell, seed, args.mock, args.cache, args.results,
                      replay=args.replay, new_cache=args.new_cache, guard=guard, paid=paid)
-            print(f"wrote {path}", flush=True)
+            did = "wrote"
+        usage = read_manifest(path)["llm_usage"] if did != "reused" else None
+        print(f"{did} {path}" + (f": {llm_did([usage])}" if usage else ""), flush=True)
     if args.runs_file:
         out = write_cell_runs(design, args.cell, args.seed, args.mock, args.runs_file,
                               args.results)

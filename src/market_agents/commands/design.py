@@ -79,6 +79,6 @@ def main(args: argparse.Namespace) -> int:
                         guard=build_guard(args.results, args.deviation, anchor=args.design))
     out = write_gather(design, args.mock, args.results, allow_missing=bool(
         args.cells or args.max_seeds))
-    print(f"{design.name}: {counts['ran']} ran, {counts['scored']} scored, {counts['reused']} "
-          f"reused in {time.perf_counter() - started:.1f} s; wrote {out}")
+    print(f"{design.name}: {counts['ran']} ran ({counts['llm']}), {counts['scored']} scored, "
+          f"{counts['reused']} reused in {time.perf_counter() - started:.1f} s; wrote {out}")
     return 0

@@ -64,7 +64,7 @@ def main(args: argparse.Namespace) -> int:
         Run protocol §1 (keys, hard limits, the run directory) and §2 (``ma run``).
     """
     from market_agents.config import check_seed
-    from market_agents.sim.rundir import read_manifest
+    from market_agents.sim.rundir import llm_did, read_manifest
     from market_agents.sim.runner import prepare_out, run_to_dir
 
     sets = args.sets + (["population.llm.replay=true"] if args.replay else [])
@@ -81,6 +81,8 @@ def main(args: argparse.Namespace) -> int:
                      paying=paying, **serving)
     if not args.quiet:
         manifest = read_manifest(out)
-        print(f"wrote {out} (conservation {'ok' if manifest['final_conservation_ok'] else 'FAILED'}"
-              f", {manifest['wall_time_s']:.2f} s)")
+        files = sum(1 for p in out.iterdir() if p.is_file())
+        print(f"wrote {out}: {files} files, {llm_did([manifest['llm_usage']])} (conservation "
+              f"{'ok' if manifest['final_conservation_ok'] else 'FAILED'}, "
+              f"{manifest['wall_time_s']:.2f} s)")
     return 0

@@ -44,6 +44,7 @@ from market_agents.protocol.tiers import TIERS
 from market_agents.sim.rundir import (
     OUTCOMES_FILE,
     is_complete,
+    llm_did,
     paid_usd,
     read_json,
     read_manifest,
@@ -301,11 +302,15 @@ def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | 
                workers: int = 1, cache: str | Path | None = None, mock: bool = False,
                root: Path | str = ROOT, th: Thresholds | None = None,
                progress: bool | None = None, replay: bool = False,
-               new_cache: bool = False, guard: Guard | None = None) -> dict[str, int]:
+               new_cache: bool = False, guard: Guard | None = None) -> dict[str, Any]:
     """Run and score every (cell, seed) not yet scored: cells served by the mock in parallel
     processes, live cells one at a time in this process through the shared cache. With a
     ``guard``, the live runs still to make are checked as a whole before anything runs (the
-    freeze, the caps for their total plan), and each again before its first call."""
+    freeze, the caps for their total plan), and each again before its first call.
+
+    Returns:
+        How many runs were ``ran``, ``scored`` and ``reused``, and ``llm``: what the LLM layer
+        did in the runs made (:func:`market_agents.sim.rundir.llm_did`)."""
     for name in cells or []:
         if design.cell(name).unavailable:
             run_config(design, name)  # raises with the cell's message
@@ -318,10 +323,14 @@ def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | 
         # all its runs at their plan first; each again at its worst case as it starts
         guard.design_runs(design, unfinished, f"ma design {design.name}", worst=False)
     counts = {"ran": 0, "scored": 0, "reused": 0}
+    usages: list[dict[str, Any]] = []  # the LLM usage of the runs this command made
     bar = tqdm(total=len(todo), desc=design.name, unit="run", disable=progress is False)
 
     def done(cell: str, seed: int, what: str) -> None:
         counts[what] += 1
+        if what == "ran":
+            usages.append(read_manifest(run_dir(design.name, cell, seed, mock, root))
+                          ["llm_usage"])
         bar.set_postfix_str(f"{cell} seed {seed} {what}")
         bar.update()
 
@@ -341,7 +350,7 @@ def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | 
         done(c, s, run_and_score(design, c, s, mock, cache, root, th, replay, new_cache, guard,
                                  paid=paid))
     bar.close()
-    return counts
+    return {**counts, "llm": llm_did(usages)}
 
 
 def write_control_sd(design: Design, control: str, mock: bool = False,

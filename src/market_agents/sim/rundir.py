@@ -163,6 +163,28 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     return read_json(Path(path) / MANIFEST_FILE)
 
 
+def llm_did(usages: list[dict[str, Any]]) -> str:
+    """What the LLM layer did in the runs whose ``llm_usage`` are given, for the line a command
+    ends with: requests, calls made (to a provider), answers served from the cache and the USD
+    this execution paid (``usd_spent``; a replay says "0 calls ... 0.00 USD paid").
+
+    Args:
+        usages: manifest ``llm_usage`` blocks (:data:`NO_LLM_USAGE` for a classical run).
+
+    Returns:
+        e.g. ``685 LLM requests: 0 calls, 685 cache hits, 0.00 USD paid``, or ``no LLM
+        requests``.
+    """
+    requests = sum(int(u.get("requests") or 0) for u in usages)
+    if not requests:
+        return "no LLM requests"
+    calls = sum(int(u.get("calls") or 0) for u in usages)
+    hits = sum(int(u.get("cache_hits") or 0) for u in usages)
+    usd = sum(float(u.get("usd_spent") or 0.0) for u in usages)
+    amount = f"{usd:.2f}" if usd == 0 or usd >= 1 else f"{usd:.4f}"  # as ledger.usd
+    return f"{requests} LLM requests: {calls} calls, {hits} cache hits, {amount} USD paid"
+
+
 def paid_usd(manifest: dict[str, Any]) -> float:
     """USD of the paid answers a finished run used, from its manifest: the priced cost of
     every answer from a live provider, whether this execution fetched it or read it from the
