@@ -4,8 +4,8 @@ nothing behind and raises OSError naming the file; JSON is strict."""
 from __future__ import annotations
 
 import errno
-import os
 import math
+import os
 
 import polars as pl
 import pytest
