@@ -24,6 +24,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -50,30 +51,55 @@ def say(msg: str) -> None:
 BUILD_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
 BUILD_STAMP = "market_agents_build.txt"  # in the environment: the CMAKE_ARGS it was built with
 PROGRESS = re.compile(r"\[(\d+)/(\d+)\]")
+SAY_EVERY_S = 60.0  # the build says where it is at least this often
 
 
 def pip_install(py: Path, args: list[str], env: dict[str, str]) -> None:
-    """``pip install`` under nice, printing one progress line per tenth of the compile steps
-    (CMake's ``[k/N]``) instead of pip's silence; the whole log goes to ``pip.log`` beside the
-    environment, and its last lines are printed if the build fails."""
-    log_path = py.parent.parent / "pip.log"
-    shown = -1
+    """``pip install`` under nice, printing progress instead of pip's silence: a line per tenth
+    of the compile steps (CMake's ``[k/N]``) and, whatever happens, at least one a minute with
+    the step it is on (a step of llama.cpp can compile for minutes on a loaded machine); the
+    whole log goes to ``.local-llm/pip.log`` (docs/local_models.md), and its last lines are
+    printed if the build fails."""
+    log_path = py.parent.parent.parent / "pip.log"  # .local-llm/venv/bin/python -> .local-llm/
+    state = {"step": "starting pip", "said": time.monotonic(), "tenth": -1}
+    lock = threading.Lock()
+    started = time.monotonic()
+
+    def note(text: str, force: bool = False, remember: bool = True) -> None:
+        with lock:
+            if remember:
+                state["step"] = text
+            if force or time.monotonic() - state["said"] >= SAY_EVERY_S:
+                state["said"] = time.monotonic()
+                say(f"{text} ({(time.monotonic() - started) / 60:.0f} min)")
+
+    done = threading.Event()
+
+    def heartbeat() -> None:  # a line a minute even while one step compiles
+        while not done.wait(min(5.0, SAY_EVERY_S)):
+            with lock:
+                step = state["step"]
+            note(f"still {step}", remember=False)
+
     with log_path.open("w") as log:
         proc = subprocess.Popen(["nice", "-n", "10", str(py), "-m", "pip", "install", "-v",
                                  *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, env=env)
         assert proc.stdout is not None
-        for line in proc.stdout:
-            log.write(line)
-            m = PROGRESS.search(line)
-            if m and int(m[2]) > 10:
-                tenth = 10 * int(m[1]) // int(m[2])
-                if tenth > shown:
-                    shown = tenth
-                    say(f"building llama.cpp: step {m[1]}/{m[2]}")
-            elif line.startswith(("Collecting ", "Building wheel", "Successfully")):
-                say(line.strip())
-        code = proc.wait()
+        threading.Thread(target=heartbeat, daemon=True).start()
+        try:
+            for line in proc.stdout:
+                log.write(line)
+                m = PROGRESS.search(line)
+                if m and int(m[2]) > 10:
+                    tenth = 10 * int(m[1]) // int(m[2])
+                    note(f"building llama.cpp: step {m[1]}/{m[2]}", force=tenth > state["tenth"])
+                    state["tenth"] = max(state["tenth"], tenth)
+                elif line.startswith(("Collecting ", "Building wheel", "Successfully")):
+                    note(line.strip(), force=True)
+            code = proc.wait()
+        finally:
+            done.set()
     if code != 0:
         tail = log_path.read_text().splitlines()[-15:]
         raise SystemExit("pip install failed:\n" + "\n".join(tail) + f"\n(all: {log_path})")
