@@ -10,7 +10,7 @@ VENV := .venv/bin
 DESIGN ?= confirmatory
 WORKERS ?= 2
 
-.PHONY: setup run evaluate test test-slurm test-rehearsal test-docs check lint bench validate validate-long clean \
+.PHONY: setup run evaluate test test-slurm test-rehearsal test-docs check lint bench validate validate-long clean faults \
 	demo-local-llm help
 
 .DEFAULT_GOAL := help
@@ -92,6 +92,9 @@ lint: setup  ## ruff on src, tests and bench
 	$(VENV)/ruff check src tests bench
 
 check: lint test  ## lint, then the test suite
+
+faults: setup  ## the fault corpus (faults/cases.yaml): 0 tracebacks, silent paying acceptances, unrecorded paid answers, removed files
+	$(VENV)/python faults/run.py
 
 validate: setup  ## realism report: baseline, 3 blocks of 20 seeds x 600 ticks, PAMS beside (exit 1 on a miss)
 	$(VENV)/ma validate config/baseline.yaml --seeds 20 --blocks 3 --pams --workers $(WORKERS) \

@@ -145,6 +145,18 @@ def test_an_answer_after_a_timed_out_attempt_carries_both_charges(fake_api):
     assert s["worst_case_charges"]["timeout"]["n"] == 1
 
 
+def test_a_failed_response_object_is_charged_at_its_worst_case(fake_api):
+    """A Responses object with status failed (HTTP 200) is one the provider made and may bill:
+    retried like a failure, charged like a timed-out read. On the fault corpus's first pass
+    the server answered 26 bodies and the run recorded 25 (faults/cases.yaml,
+    answer-failed-openai)."""
+    api = fake_api(faults=["failed"])
+    r, s, worst = _one(api, "openai", max_retries=1)
+    assert r.valid and r.calls == 2
+    assert s["worst_case_charges"]["response_failed"]["n"] == 1
+    assert worst < r.usd < 2 * worst
+
+
 def test_a_retry_after_a_billed_attempt_needs_room_under_the_cap(fake_api):
     """Each attempt that may have been billed is charged, so a retry is sent only when the
     cap can hold one more worst case; here it cannot: one attempt, charged, no halt."""

@@ -75,7 +75,10 @@ class OpenAIProvider(SDKProvider):
             err = data.get("error")
             code = (err.get("code") if isinstance(err, dict) else None) or data["status"]
             code = code if str(code).replace("_", "").isalnum() else data["status"]
-            return ProviderError("response_failed", f"status {data['status']} ({code})")
+            # a response object the provider made: it may bill the tokens it consumed, so the
+            # attempt is charged at its worst case like a read that timed out (issue 33)
+            return ProviderError("response_failed", f"status {data['status']} ({code})",
+                                 billed=True)
         return super().error_in_body(data)
 
     def answer(self, resp, latency: float) -> LLMResponse:

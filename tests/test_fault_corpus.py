@@ -1,0 +1,32 @@
+"""Issue 33: the fault corpus (faults/cases.yaml, kept apart from these tests) gives 0
+tracebacks, 0 silent acceptances that pay, 0 answers paid and not recorded, 0 files removed,
+0 wrong outcomes and no key in any output (faults/run.py counts them)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import yaml
+
+from tests.support import ROOT
+
+FAULTS = ROOT / "faults"
+
+
+def test_every_case_names_what_it_expects_once():
+    cases = yaml.safe_load((FAULTS / "cases.yaml").read_text())
+    names = [c["name"] for c in cases]
+    assert len(names) == len(set(names)) and len(names) >= 60
+    assert {c["expect"] for c in cases} <= {"refused", "ok", "stopped"}
+
+
+def test_the_fault_corpus_counts_zero_of_everything(tmp_path):
+    proc = subprocess.run([sys.executable, str(FAULTS / "run.py"), "--json",
+                           str(tmp_path / "faults.json")], capture_output=True, text=True,
+                          timeout=1500)
+    last = proc.stdout.strip().splitlines()[-1]
+    assert proc.returncode == 0, "\n".join(
+        line for line in proc.stdout.splitlines() if "FAIL" in line) + "\n" + proc.stderr[-2000:]
+    assert last.endswith("0 traceback, 0 wrong_outcome, 0 silent_paying, 0 paid_unrecorded, "
+                         "0 removed, 0 secret"), last
