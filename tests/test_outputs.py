@@ -255,3 +255,19 @@ def test_spend_names_a_results_root_without_a_ledger(tmp_path: Path):
         with contextlib.redirect_stdout(out):
             assert main(["spend", "--results", str(tmp_path / "empty")]) == 0
     assert "no spend ledger under" in out.getvalue()
+
+
+def test_free_runs_alone_are_no_ledger_to_step_around(spent_project: Path):
+    """After `make run` (free mock runs) in the project, a live run with its own results root
+    is admitted: only spend records or paid runs make a ledger (the first version counted the
+    free runs' 0 USD entries and refused every test's live run in a checkout after make run)."""
+    from market_agents.protocol.ledger import keeps_ledger
+
+    home = spent_project / "results"
+    shutil.rmtree(home / "manifests")
+    run = home / "runs" / "exploratory" / "share_0" / "seed0001"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps({"llm_usage": {"usd_live": 0.0}}))
+    assert not keeps_ledger(home)
+    (run / "manifest.json").write_text(json.dumps({"llm_usage": {"usd_live": 0.25}}))
+    assert keeps_ledger(home)

@@ -128,6 +128,15 @@ def spend(root: Path | str = ROOT) -> Spend:
     return Spend(tuple(entries))
 
 
+def keeps_ledger(root: Path | str, ledger: Spend | None = None) -> bool:
+    """Whether the results root ``root`` keeps a spend ledger: a spend record (every paying
+    job writes one before its first call) or a finished run that paid. Free runs alone (``make
+    run`` on the mock) are no ledger, so they never send a live run elsewhere to be refused."""
+    if any(spend_dir(root).glob("*.json")):
+        return True
+    return any(e.usd > 0 for e in (ledger or spend(root)).entries)
+
+
 def usd(x: float) -> str:
     """Cents for real amounts, four decimals below 1 USD so small plans stay readable."""
     return f"{x:.2f}" if x == 0 or abs(x) >= 1 else f"{x:.4f}"
@@ -184,9 +193,10 @@ def check(caps: Caps, planned_usd: float, where: str, design: str | None = None,
         amount, admitted = "worst case", worst_usd
         note = f" (its usd_cap; plan {usd(planned_usd)} USD)"
     ledger = spend(root)
-    if home is not None and not ledger.entries and Path(home).resolve() != Path(root).resolve():
+    if (home is not None and not keeps_ledger(root, ledger)
+            and Path(home).resolve() != Path(root).resolve()):
         theirs = spend(home)
-        if theirs.entries:
+        if keeps_ledger(home, theirs):
             raise BudgetExceeded(
                 f"{where}: refused: results root {root} keeps no spend ledger, while the "
                 f"project's {home} records {usd(theirs.total_usd)} USD; no live call was made. "
