@@ -23,6 +23,7 @@ from market_agents.config import Config, check_seed, config_hash, dump_yaml
 from market_agents.errors import ConfigError, MarketAgentsError, RunFailed
 from market_agents.outputs import check_dir, foreign
 from market_agents.sim import rundir
+from market_agents.sim.fingerprint import fingerprint
 from market_agents.sim.simulation import simulate
 
 
@@ -199,7 +200,8 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
 
     Protocol:
         Run protocol §1 (the run directory and its files) and §6 (every manifest carries
-        config_hash, git_revision, shocks and final_conservation_ok).
+        config_hash, git_revision, shocks and final_conservation_ok); design principle 14
+        (``code_fingerprint``: :mod:`market_agents.sim.fingerprint`).
     """
     check_seed(seed)
     if paying is not None and config.population.n_llm > 0:
@@ -236,6 +238,7 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
         manifest = {
             "config_hash": config_hash(config),
             "git_revision": git_revision(),
+            "code_fingerprint": fingerprint(),  # the engine's source (sim/fingerprint.py)
             "package_version": package_version(),
             "seed": seed,
             "shocks": [s.model_dump(mode="json") for s in config.shocks],
