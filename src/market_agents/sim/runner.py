@@ -82,12 +82,6 @@ def replaceable(path: Path, config: Config | None = None, seed: int | None = Non
     return None
 
 
-def failed_record(out: str | Path) -> Path:
-    """Where a run that stopped and was marked failed leaves its record."""
-    out = Path(out)
-    return out.with_name(out.name + ".failed.json")
-
-
 def prepare_cache(config: Config, cache: str | Path | None, out: Path,
                   new_cache: bool = False,
                   paid_runs: list[tuple[Path, float]] | None = None) -> None:
@@ -229,7 +223,7 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
         try:
             tables = simulate(config, seed, cache, progress, expected, str(reference))
         except RunFailed as exc:
-            write_json_atomic(failed_record(out), {
+            write_json_atomic(rundir.failed_record(out), {
                 **exc.record, "error": str(exc), "config_hash": config_hash(config), "seed": seed,
                 "cache": str(cache) if cache else None})
             raise
@@ -248,5 +242,6 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
             **(record or {}),
         }
         _write_run(out, dump_yaml(config), tables, manifest)
-        failed_record(out).unlink(missing_ok=True)  # an earlier failed attempt is superseded
+        # an earlier failed attempt is superseded
+        rundir.failed_record(out).unlink(missing_ok=True)
     return out
