@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--html", default=None, metavar="OUT.html",
                    help="also write one self-contained HTML page of the same, each cell linking "
                    "its runs' folders and figures (links relative to the page: write it inside "
-                   "the project, e.g. status.html)")
+                   "the project, e.g. paper/status.html, beside the paper)")
     p.set_defaults(func=main)
 
 
