@@ -198,6 +198,9 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
         (``code_fingerprint``: :mod:`market_agents.sim.fingerprint`).
     """
     check_seed(seed)
+    # read before the run, once per process: the source as the engine was loaded, not as it
+    # may be edited while a batch runs
+    code = fingerprint()
     if paying is not None and config.population.n_llm > 0:
         # a missing key, price or cap stops a paying run here, before its run directory,
         # cache and spend-ledger record exist; the LLM client loads only for such a run
@@ -232,7 +235,7 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
         manifest = {
             "config_hash": config_hash(config),
             "git_revision": git_revision(),
-            "code_fingerprint": fingerprint(),  # the engine's source (sim/fingerprint.py)
+            "code_fingerprint": code,  # the engine's source (sim/fingerprint.py)
             "package_version": package_version(),
             "seed": seed,
             "shocks": [s.model_dump(mode="json") for s in config.shocks],
