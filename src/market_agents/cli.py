@@ -24,8 +24,8 @@ from market_agents.inputs import check_environment
 
 # Subcommand modules, in the order `ma --help` lists them.
 COMMANDS = ["run", "validate", "plot", "outcomes", "gather", "summary", "sensitivity", "budget",
-            "cell", "design", "gate", "spend", "pilot", "freeze", "deviations", "sigma", "paper",
-            "schema", "dag", "cache", "library", "record", "verify", "bazaar"]
+            "cell", "design", "status", "gate", "spend", "pilot", "freeze", "deviations", "sigma",
+            "paper", "schema", "dag", "cache", "library", "record", "verify", "bazaar"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -5,10 +5,10 @@ guards of a paying command.
 One run and its files: ``run.py``, ``outcomes.py``, ``plot.py``, ``validate.py`` (the realism
 report), ``cache.py`` (what a response cache holds), ``library.py`` (the frozen decision
 library). A design: ``design.py``, ``cell.py``, ``gather.py``, ``summary.py``,
-``sensitivity.py``, ``sigma.py``, ``budget.py``. The protocol's checkpoints: ``gate.py``,
-``pilot.py``, ``freeze.py``, ``deviations.py``, ``spend.py``. The paper: ``paper.py``. The
-workflow and the run contract: ``dag.py``, ``schema.py``, ``record.py``, ``verify.py``. Bazaar:
-``bazaar.py``."""
+``sensitivity.py``, ``sigma.py``, ``budget.py``, ``status.py`` (where each design stands).
+The protocol's checkpoints: ``gate.py``, ``pilot.py``, ``freeze.py``, ``deviations.py``,
+``spend.py``. The paper: ``paper.py``. The workflow and the run contract: ``dag.py``,
+``schema.py``, ``record.py``, ``verify.py``. Bazaar: ``bazaar.py``."""
 
 from __future__ import annotations
 

@@ -109,6 +109,18 @@ class WorkflowConfig(Strict):
         """``<designs_dir>/<name>.yaml``."""
         return Path(self.designs_dir) / f"{name}.yaml"
 
+    def target(self, design: str, mock: bool = False) -> str | None:
+        """The Snakemake target (``rules/targets.smk``) that makes the runs of the design named
+        ``design`` (its rehearsal's with ``mock``), or None when the workflow gives it no role
+        (make it with ``ma design``). The exploratory and sigma designs are free and have no
+        rehearsal."""
+        roles = {self.exploratory: "exploratory", self.sigma: "sigma", self.pilot: "pilot",
+                 self.confirmatory: "confirmatory", self.repilot: "repilot"}
+        role = roles.get(design)
+        if role is None or not mock:
+            return role
+        return None if role in ("exploratory", "sigma") else f"rehearse_{role}"
+
 
 DEFAULTS = WorkflowConfig()
 GUARD_ENV = "MARKET_AGENTS_GUARDS"

@@ -8,5 +8,6 @@ the fingerprint, the design facts) and what the pilot and sigma runs fill in
 that cannot be estimated), the pilot manifest (``pilot.py``), the guards and spend ledger
 (``guard.py``, ``ledger.py``), the deviations log (``deviations.py``), the steps of a design
 shared by the CLI and the workflow (``steps.py``) and the records of batches of free runs
-(``batches.py``), and the design registry the workflow asks (``registry.py``). The paper of a
-design is ``market_agents.paper``, above this folder."""
+(``batches.py``), the design registry the workflow asks (``registry.py``), and where each
+design's runs stand: present, missing, stale, failed, paid (``status.py``, ``ma status``). The
+paper of a design is ``market_agents.paper``, above this folder."""

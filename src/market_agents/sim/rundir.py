@@ -4,7 +4,9 @@ scoring, the protocol's steps, the figures and the workflow's rules read with it
 
 A run directory ``results/runs/<design>/<cell>/seed<NNNN>/`` is written whole by
 :func:`market_agents.sim.runner.run_to_dir` (a temporary sibling renamed into place), so it is
-complete or absent; ``outcomes.json`` is added later by the scoring step, atomically.
+complete or absent; ``outcomes.json`` is added later by the scoring step, atomically. A run that
+stopped because too many LLM calls failed leaves ``<run>.failed.json`` beside it instead
+(:func:`failed_record`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from market_agents.prices import load_prices
 CONFIG_FILE = "config.yaml"
 MANIFEST_FILE = "manifest.json"
 OUTCOMES_FILE = "outcomes.json"
+FAILED_SUFFIX = ".failed.json"
 
 # The tables of a run and their column types (polars); every run writes all five, the
 # llm_decisions table empty (same columns) when there are no LLM traders.
@@ -103,6 +106,14 @@ CHECKLIST_FIELDS: tuple[str, ...] = ("config_hash", "git_revision", "prompt_vers
 def table_file(name: str) -> str:
     """``ticks`` -> ``ticks.parquet``."""
     return f"{name}.parquet"
+
+
+def failed_record(path: str | Path) -> Path:
+    """Where a run that stopped and was marked failed (too many LLM calls failed) leaves its
+    record instead of a run directory: ``<run>.failed.json`` beside it (the reason, tick and
+    counts); the run that later finishes there removes it."""
+    path = Path(path)
+    return path.with_name(path.name + FAILED_SUFFIX)
 
 
 def is_complete(path: str | Path) -> bool:

@@ -23,6 +23,7 @@ from market_agents.config import Config, check_seed, config_hash, dump_yaml
 from market_agents.errors import ConfigError, MarketAgentsError, RunFailed
 from market_agents.outputs import check_dir, foreign
 from market_agents.sim import rundir
+from market_agents.sim.fingerprint import fingerprint
 from market_agents.sim.simulation import simulate
 
 
@@ -79,12 +80,6 @@ def replaceable(path: Path, config: Config | None = None, seed: int | None = Non
         return (f"holds a paid run ({paid:.4f} USD; {made}) that this run does not reproduce; "
                 "a paid run is never replaced")
     return None
-
-
-def failed_record(out: str | Path) -> Path:
-    """Where a run that stopped and was marked failed leaves its record."""
-    out = Path(out)
-    return out.with_name(out.name + ".failed.json")
 
 
 def prepare_cache(config: Config, cache: str | Path | None, out: Path,
@@ -200,9 +195,13 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
 
     Protocol:
         Run protocol §1 (the run directory and its files) and §6 (every manifest carries
-        config_hash, git_revision, shocks and final_conservation_ok).
+        config_hash, git_revision, shocks and final_conservation_ok); design principle 14
+        (``code_fingerprint``: :mod:`market_agents.sim.fingerprint`).
     """
     check_seed(seed)
+    # read before the run, once per process: the source as the engine was loaded, not as it
+    # may be edited while a batch runs
+    code = fingerprint()
     if paying is not None and config.population.n_llm > 0:
         # a missing key, price or cap stops a paying run here, before its run directory,
         # cache and spend-ledger record exist; the LLM client loads only for such a run
@@ -228,7 +227,7 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
         try:
             tables = simulate(config, seed, cache, progress, expected, str(reference))
         except RunFailed as exc:
-            write_json_atomic(failed_record(out), {
+            write_json_atomic(rundir.failed_record(out), {
                 **exc.record, "error": str(exc), "config_hash": config_hash(config), "seed": seed,
                 "cache": str(cache) if cache else None})
             raise
@@ -237,6 +236,7 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
         manifest = {
             "config_hash": config_hash(config),
             "git_revision": git_revision(),
+            "code_fingerprint": code,  # the engine's source (sim/fingerprint.py)
             "package_version": package_version(),
             "seed": seed,
             "shocks": [s.model_dump(mode="json") for s in config.shocks],
@@ -246,5 +246,6 @@ def run_to_dir(config: Config, seed: int, out: str | Path, cache: str | Path | N
             **(record or {}),
         }
         _write_run(out, dump_yaml(config), tables, manifest)
-        failed_record(out).unlink(missing_ok=True)  # an earlier failed attempt is superseded
+        # an earlier failed attempt is superseded
+        rundir.failed_record(out).unlink(missing_ok=True)
     return out
