@@ -10,6 +10,7 @@ import pytest
 from market_agents.config import config_hash
 from market_agents.errors import ConfigError
 from market_agents.pipeline.workflow import Workflow
+from market_agents.protocol.batches import batch_key
 from market_agents.sim.rundir import OUTCOMES_FILE, RUN_FILES
 
 
@@ -76,7 +77,7 @@ def test_flags_and_params(wf):
 
 def batch(design, cell, first, last, mock=False):
     """The record of a batch of free runs, named with the cell's config_hash now."""
-    chash = config_hash(Workflow({}).designs.get(design).cell_config(cell))[:12]
+    chash = batch_key(config_hash(Workflow({}).designs.get(design).cell_config(cell)))[:12]
     return f"results/runs/{design}/{cell}/runs_{first:04d}-{last:04d}_{chash}.json"
 
 

@@ -25,7 +25,7 @@ from market_agents.paper.catalog import ARTIFACTS
 from market_agents.paper.files import Paper
 from market_agents.paper.inputs import mock_note, parse_target
 from market_agents.pipeline.workflow_config import WorkflowConfig, validate_workflow_config
-from market_agents.protocol.batches import broken_cell_runs
+from market_agents.protocol.batches import batch_key, broken_cell_runs
 from market_agents.protocol.planning import run_config
 from market_agents.protocol.registry import DesignRegistry
 from market_agents.protocol.tiers import TIERS, label, rehearsal_target, target, tier_key
@@ -96,10 +96,11 @@ class Workflow:
     def _batches(self, design: str, cell: str) -> dict[str, list[int]]:
         """The free runs of a cell the workflow makes, by record path: batches of
         ``runs_per_job`` seeds in design order (the first ``max_seeds`` seeds when set); the
-        record's name carries the cell's config_hash, so a changed cell asks for new ones."""
+        record's name carries the cell's config_hash and the code fingerprint
+        (``batches.batch_key``), so a changed cell or engine asks for new ones."""
         seeds = [s for c, s in self.designs.runs(design, max_seeds=self.config.max_seeds)
                  if c == cell]
-        chash = config_hash(run_config(self.designs.get(design), cell))
+        chash = batch_key(config_hash(run_config(self.designs.get(design), cell)))
         n = self.config.runs_per_job
         return {str(layout.cell_runs_path(design, cell, seeds[i:i + n], chash)): seeds[i:i + n]
                 for i in range(0, len(seeds), n)}

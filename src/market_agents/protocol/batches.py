@@ -1,12 +1,14 @@
 """The records of batches of free runs: the workflow makes the free runs of a cell in batches
 of seeds, one process each (``ma cell --seed S1 S2 ... --runs-file``), and a batch's record
-(``runs_<first>-<last>_<chash>.json``) vouches for the runs as they were made: the cell's
-config_hash and each run's outcomes.json sha256. A record that no longer holds (a run deleted
-or changed) is dropped, and one that names a run about to be made again is forgotten first.
+(``runs_<first>-<last>_<chash>.json``, named by :func:`batch_key`) vouches for the runs as
+they were made: the cell's config_hash and each run's outcomes.json sha256. A record that no
+longer holds (a run deleted or changed) is dropped, and one that names a run about to be made
+again is forgotten first.
 """
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from market_agents.atomic import write_json_atomic
@@ -16,7 +18,16 @@ from market_agents.errors import MarketAgentsError
 from market_agents.layout import ROOT, RUNS_GLOB, run_dir
 from market_agents.protocol.design import Design
 from market_agents.protocol.planning import run_config
+from market_agents.sim.fingerprint import fingerprint
 from market_agents.sim.rundir import OUTCOMES_FILE, RunDirError, read_json
+
+
+def batch_key(config_hash: str) -> str:
+    """What a batch record's name carries (``runs_<first>-<last>_<key>.json``, its first 12
+    hex digits): the SHA-256 of the cell's config_hash and the code fingerprint together, so a
+    changed cell or a changed engine asks the workflow for new records, and its free runs are
+    made again (issue 34; ``ma cell --replace-stale`` replaces the old ones)."""
+    return hashlib.sha256(f"{config_hash}:{fingerprint()}".encode()).hexdigest()
 
 
 class MissingRuns(MarketAgentsError):

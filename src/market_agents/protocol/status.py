@@ -17,8 +17,10 @@ root's rehearsal folder) is shown beside the design's runs when it exists, and i
 
 Nothing here writes a run or removes one: it reads manifests and the failed records, and the
 next command it proposes is the one that makes what is missing (a Snakemake target for a
-design the workflow names, else ``ma design``). A stale run is never re-made silently: a free
-one is named for the researcher to move away; a paid one is reported with what it cost.
+design the workflow names, else ``ma design``). A stale free run is made again by that command
+(a run made by other code always; one made from another config by the workflow's target,
+which replaces it, while ``ma design`` stops on it); a stale paid run is never made again
+silently: it is reported with what it cost, and the command stops on it.
 """
 
 from __future__ import annotations
@@ -254,9 +256,13 @@ def next_steps(status: DesignStatus, make: str | None, outcomes: Path) -> list[s
     free = [r for r in stale if r.usd == 0]
     live = {c.name for c in status.cells if c.live}
     lines = []
-    if free:
-        lines.append(f"move away the {len(free)} stale free run(s) first (they paid nothing; "
-                     "a finished run is kept by the command below)")
+    # a free run made by other code is made again by the command below (ma design, the
+    # workflow's target); one made from another config only by the workflow's target, which
+    # replaces it: ma design stops on it
+    kept = [r for r in free if "another config" in r.why]
+    if kept and not (make or "").startswith(".venv/bin/snakemake"):
+        lines.append(f"move away the {len(kept)} free run(s) made from another config first "
+                     "(ma design stops on them; the workflow's target replaces them)")
     if paid:
         lines.append(f"{len(paid)} stale paid run(s) ({sum(r.usd for r in paid):.4f} USD) are "
                      "kept: re-making one pays again, never silently (docs/guards.md)")

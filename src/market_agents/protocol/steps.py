@@ -41,6 +41,7 @@ from market_agents.protocol.batches import MissingRuns, forget_cell_runs
 from market_agents.protocol.design import Design, load_design
 from market_agents.protocol.planning import require_freeze, run_config
 from market_agents.protocol.tiers import TIERS
+from market_agents.sim.fingerprint import fingerprint, short
 from market_agents.sim.rundir import (
     OUTCOMES_FILE,
     is_complete,
@@ -159,6 +160,16 @@ def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path) ->
                        "directory away, then resume")
 
 
+def made_by_other_code(path: Path) -> str | None:
+    """The fingerprint of the code that made the finished run at ``path`` when it is not the
+    current code's (``"made before fingerprints"`` for a manifest without one), else None
+    (:mod:`market_agents.sim.fingerprint`)."""
+    made = read_manifest(path).get("code_fingerprint")
+    if made == fingerprint():
+        return None
+    return short(made) if made else "made before fingerprints"
+
+
 def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
                   cache: str | Path | None = None, root: Path | str = ROOT,
                   th: Thresholds | None = None, replay: bool = False,
@@ -167,22 +178,36 @@ def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
     """Simulate and score one run unless already done; returns what was done: ``ran``,
     ``scored`` (a finished run without outcomes.json), ``reused`` or ``replaced``.
 
-    ``replace_stale``: a finished run made from another config than the cell's now that paid
-    for nothing is run again (``replaced``), as Snakemake re-runs a changed free cell; one that
-    paid stops with :class:`StaleRun`, as every stale run does without it. ``paid``: the
-    command's record of the design's paid runs (:class:`PaidRuns`).
+    A finished run made by other code than today's (its manifest's ``code_fingerprint``) that
+    paid for nothing is made again (``replaced``): results are tied to the code that made
+    them (issue 34); one that paid stops with :class:`StaleRun`, since a paid run is never
+    re-made silently. ``replace_stale``: a finished run made from another config than the
+    cell's now that paid for nothing is run again, as Snakemake re-runs a changed free cell;
+    without it, or when it paid, it stops with :class:`StaleRun`. ``paid``: the command's
+    record of the design's paid runs (:class:`PaidRuns`).
     """
     path = run_dir(design.name, cell, seed, mock, root)
     did = "ran"
     if is_complete(path):
+        other_code = made_by_other_code(path)
+        usd = paid_usd(read_manifest(path))
         try:
             check_fresh(design, cell, seed, mock, path)
         except StaleRun:
-            if not replace_stale or paid_usd(read_manifest(path)) > 0:
+            if not replace_stale or usd > 0:
                 raise
             did = "replaced"
         else:
-            did = "reused" if (path / OUTCOMES_FILE).exists() else "scored"
+            if other_code is not None and usd > 0:
+                raise StaleRun(
+                    f"{path}: a paid run ({usd:.4f} USD) made by other code ({other_code}; "
+                    f"now {short(fingerprint())}); a paid run is never made again silently: "
+                    "restore the code that made it (its manifest's git_revision), or move it "
+                    "away to make it again and pay again")
+            if other_code is not None:
+                did = "replaced"
+            else:
+                did = "reused" if (path / OUTCOMES_FILE).exists() else "scored"
     if did != "reused":
         forget_cell_runs(path)
     if did in ("ran", "replaced"):
@@ -209,7 +234,7 @@ def gather(design: Design, mock: bool = False, root: Path | str = ROOT,
                  if c.tier == tier or (c.name == control and not c.unavailable)]
         if not cells:
             return pl.DataFrame()
-    stale = []
+    stale, codes = [], {}
     for cell, seed in design.runs(cells):
         path = run_dir(design.name, cell, seed, mock, root)
         if not (path / OUTCOMES_FILE).exists():
@@ -219,6 +244,7 @@ def gather(design: Design, mock: bool = False, root: Path | str = ROOT,
         if not is_fresh(design, cell, mock, path):
             stale.append(str(path))
             continue
+        codes.setdefault(read_manifest(path).get("code_fingerprint"), str(path))
         config = run_config(design, cell, mock)
         labels = {f"treatment_{k}": v for k, v in config.treatment.items()}
         out = read_json(path / OUTCOMES_FILE)
@@ -236,6 +262,13 @@ def gather(design: Design, mock: bool = False, root: Path | str = ROOT,
                        f"the design now gives, e.g. {stale[0]}; restore the design, or re-run "
                        "its free runs (`.venv/bin/snakemake TARGET` or `ma cell ... --score "
                        "--replace-stale`) and move paid ones away")
+    if len(codes) > 1:  # one table, one engine: a paper never mixes runs of two
+        made = ", ".join(f"{short(c) if c else 'made before fingerprints'} ({p})"
+                         for c, p in codes.items())
+        raise StaleRun(f"{design.path}: its runs were made by {len(codes)} versions of the "
+                       f"engine: {made}; one outcomes.parquet never mixes them: make the "
+                       "stale ones again (`ma status` names them; free runs: the workflow's "
+                       "target or `ma design`)")
     if missing and not allow_missing:
         raise MissingRuns(f"{design.path}: {len(missing)} run(s) have no {OUTCOMES_FILE}, e.g. "
                           f"{missing[0]} (run `ma design` or the workflow's target again to "
@@ -327,6 +360,7 @@ def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | 
     bar = tqdm(total=len(todo), desc=design.name, unit="run", disable=progress is False)
 
     def done(cell: str, seed: int, what: str) -> None:
+        what = "ran" if what == "replaced" else what  # a free run of other code, made again
         counts[what] += 1
         if what == "ran":
             usages.append(read_manifest(run_dir(design.name, cell, seed, mock, root))
