@@ -174,3 +174,31 @@ def test_bad_input_is_one_line(tmp_path):
     assert "no spend record of" in one_line_error(proc)
     proc = _ma("spend", "settle", "x", "--results", str(tmp_path / "missing"), cwd=tmp_path)
     assert "--results" in one_line_error(proc)
+
+
+def test_a_workflow_holding_the_project_may_resume_a_run_under_results_runs(tmp_path):
+    """A killed run under results/runs is resumed by the next workflow invocation: while one
+    holds the project (its flock on .snakemake/holder.json), the run is not settled."""
+    root = tmp_path / "results"
+    out, cache = root / "runs/d/c/seed0001", tmp_path / "cache"
+    _killed_record(root, out, cache)
+    holder_file = tmp_path / ".snakemake/holder.json"
+    holder_file.parent.mkdir()
+    script = (
+        "import fcntl, json, os, socket, sys, time\n"
+        f"fd = os.open({str(holder_file)!r}, os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+        "os.write(fd, json.dumps({'pid': os.getpid(), 'host': socket.gethostname(),"
+        " 'started': 'now', 'target': 'tier_T1'}).encode())\n"
+        "print('held', flush=True)\n"
+        "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        with pytest.raises(ConfigError, match=r"refused: snakemake pid \d+ .*target tier_T1\) "
+                           "holds the project and may resume this run"):
+            settle(root, out)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert settle(root, out)["settled_by"] == "ma spend settle"  # once it has ended
