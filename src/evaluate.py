@@ -8,7 +8,13 @@ import sys
 from pathlib import Path
 
 from market_agents.errors import MarketAgentsError
-from market_agents.pipeline.contract import MODES, SANITY_LINE, evaluate_run, load_run_spec
+from market_agents.pipeline.contract import (
+    MODES,
+    SANITY_LINE,
+    evaluate_run,
+    executions_note,
+    load_run_spec,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{SANITY_LINE} FAIL reason={exc.filename}: {exc.strerror}")
         return 2
     print(f"metrics -> {out / 'metrics.json'}; report -> {out / 'evaluation.md'}")
+    note = executions_note(out)
+    if note:  # the contract: declare which execution is reported, say the others exist
+        print(note)
     if args.mode == "sanity":
         print(f"{SANITY_LINE} PASS" if failure is None else f"{SANITY_LINE} FAIL reason={failure}")
         return 0 if failure is None else 1

@@ -1,7 +1,8 @@
 """Contract entry point: ``python -m src.main --run-id RUN_ID --mode MODE`` checks the run may
 start (pilot and full: declared in the committed .research/record.json), runs its Snakemake
 target and writes its raw evaluation inputs to ``eval_inputs/`` (.research/results/<run_id>/, or
-results/sanity/<run_id>/ for a sanity run). All logic lives in
+results/sanity/<run_id>/ for a sanity run); an earlier execution there is kept under
+``executions/<execution_id>/`` and named in one line. All logic lives in
 ``market_agents.pipeline.contract``; docs/contract.md describes the contract."""
 
 import argparse
@@ -10,7 +11,13 @@ from pathlib import Path
 
 from market_agents import layout
 from market_agents.errors import MarketAgentsError
-from market_agents.pipeline.contract import MODES, SANITY_LINE, execute, load_run_spec
+from market_agents.pipeline.contract import (
+    MODES,
+    SANITY_LINE,
+    execute,
+    executions_note,
+    load_run_spec,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{SANITY_LINE} FAIL reason={exc}")
         return 2
     print(f"eval inputs -> {out / 'eval_inputs'}")
+    note = executions_note(out)
+    if note:  # the contract: tell the user the other executions exist
+        print(note)
     return 0
 
 

@@ -78,6 +78,7 @@ NOT_HERE: tuple[tuple[str, str], ...] = (
     ("--blocks 3 --pams", "60 runs and PAMS in its own environment (`make validate`)"),
     ("bench/", "a benchmark (`make bench`; bench/README.md)"),
     ("--seeds 20 --out results/bazaar", "20-seed Bazaar checks (tests/bazaar/)"),
+    ("ma spend settle", "a killed paid run to settle (tests/protocol/test_settle.py)"),
 )
 # A command whose page says it exits non-zero on a finding: the exit codes it may end with.
 EXITS: tuple[tuple[str, set[int]], ...] = (

@@ -211,6 +211,15 @@ class LLMConfig(Strict):
         freeze and the guards concern."""
         return [r for r in self.served_routes() if not self.settings(r).free]
 
+    def paid_in_flight(self) -> int:
+        """The most paid calls a run has in flight at once: ``max_concurrency`` over all
+        routes, and each paid route's own ``max_concurrency`` (0 when no route is paid). What
+        a killed run may have been billed for without recording it (``ma spend settle``)."""
+        routes = self.paid_routes()
+        if not routes:
+            return 0
+        return min(self.max_concurrency, sum(self.settings(r).max_concurrency for r in routes))
+
     def free_models(self) -> dict[str, str]:
         """Model ids of the routes declared free (``providers.<route>.free``), each with its
         route: they are priced at 0 USD (``PriceTable.with_free``)."""

@@ -45,6 +45,8 @@ MAX_YAML_DEPTH = 64  # nesting of mappings and lists; configs nest about 5 deep
 REPLAY_ENV = "MARKET_AGENTS_REPLAY"
 NEW_CACHE_ENV = "MARKET_AGENTS_NEW_CACHE"
 STOP_GRACE_ENV = "MARKET_AGENTS_STOP_GRACE_S"
+# the token a Snakemake invocation's jobs inherit (pipeline/holder.py); spend records carry it
+HOLDER_ENV = "MARKET_AGENTS_HOLDER"
 # Calls in flight get this long to finish after an interrupt (llm/interrupt.py): below SLURM's
 # default KillWait (30 s, the time between SIGTERM and SIGKILL), above a typical answer's latency.
 DEFAULT_STOP_GRACE_S = 10.0

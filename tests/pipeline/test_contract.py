@@ -325,3 +325,50 @@ def test_results_are_addable_and_the_documented_commit_step_commits_them(tmp_pat
     assert sorted(committed) == results
     assert run_git(root, "status", "--porcelain").strip() == ""
     assert run_git(root, "rev-parse", "HEAD~1").strip() == ran_at
+
+
+def test_every_execution_of_a_run_id_is_kept_and_the_reported_one_verifies(tmp_path):
+    """Issue 37: a run id executed twice kept only the second (`make run` replaced the results
+    directory and its provenance entry). Both are kept; the second says the first exists and
+    which is reported; `ma verify` checks the reported one and the bytes of both."""
+    root = project(tmp_path / "p", git=True)
+    (root / "config/run/tiny.yaml").write_text(TINY)
+    (root / ".research/record.json").write_text('{"runs": []}\n')
+    commit(root, "a tiny run config and an empty record")
+    assert ma(root, "record", "declare", "tiny", "--claim", "E0").returncode == 0
+    commit(root, "declare tiny")
+    out = root / ".research/results/tiny"
+
+    first = make(root, "run", "RUN_ID=tiny", "MODE=full", EXECUTION_ID="ci-1")
+    assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
+    assert "is the one reported" not in first.stdout  # executed once: nothing to say
+    metrics = (out / "metrics.json").read_bytes()
+    second = make(root, "run", "RUN_ID=tiny", "MODE=full", EXECUTION_ID="ci-2")
+    assert second.returncode == 0, (second.stdout + second.stderr)[-3000:]
+    said = [ln for ln in second.stdout.splitlines() if "is the one reported" in ln]
+    assert said and all("this execution, ci-2, is the one reported" in ln and
+                        "1 other execution(s) of tiny are kept: ci-1 (commit" in ln and
+                        "executions/ci-1/" in ln for ln in said), second.stdout
+
+    kept = out / "executions/ci-1"
+    assert sorted(p.name for p in kept.iterdir()) == [
+        "eval_inputs", "evaluation.md", "metrics.json", "run.json"]
+    assert (kept / "metrics.json").read_bytes() == metrics  # moved whole, not rewritten
+    assert json.loads((kept / "run.json").read_text())["execution_id"] == "ci-1"
+    assert json.loads((out / "run.json").read_text())["execution_id"] == "ci-2"
+    prov = json.loads((root / ".research/results/.provenance.json").read_text())["tiny"]
+    assert prov["execution_id"] == "ci-2"
+    assert [e["execution_id"] for e in prov["other_executions"]] == ["ci-1"]
+    assert "executions/ci-1/metrics.json" in prov["files"]
+
+    ok = ma(root, "verify", "tiny")
+    assert ok.returncode == 0, ok.stdout
+    assert "ok   tiny: reports execution ci-2; 1 other execution(s) kept under executions/: " \
+           "ci-1" in ok.stdout, ok.stdout
+    # a byte changed in the execution kept aside is named too
+    path = kept / "metrics.json"
+    path.write_bytes(metrics.replace(b"2", b"3", 1))
+    bad = ma(root, "verify", "tiny")
+    assert bad.returncode == 1
+    assert (f"FAIL {path.relative_to(root)}: sha256 differs from the provenance"
+            in bad.stdout), bad.stdout

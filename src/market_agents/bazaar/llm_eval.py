@@ -83,10 +83,12 @@ def register_eval(bsub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def cmd_eval(args: argparse.Namespace,
-             paying: Callable[[float], AbstractContextManager[dict]] | None = None) -> int:
-    """Run the evaluation. ``paying(usd_cap)``: for a paid provider, the spend record the
-    command keeps while it runs (entered before the first call, given the USD paid at the
-    end as ``spent_usd``); ``ma bazaar eval`` passes the project's spend ledger."""
+             paying: Callable[[float, int], AbstractContextManager[dict]] | None = None
+             ) -> int:
+    """Run the evaluation. ``paying(usd_cap, in_flight)``: for a paid provider, the spend
+    record the command keeps while it runs (entered before the first call, given the USD
+    paid at the end as ``spent_usd``; ``in_flight``: its most paid calls at once); ``ma bazaar
+    eval`` passes the project's spend ledger."""
     # why: `ma` imports this module to register `ma bazaar eval`; the LLM client (asyncio,
     # ssl, the SDKs) loads only when an evaluation runs
     from market_agents.llm.client import LLMClient
@@ -124,7 +126,7 @@ def cmd_eval(args: argparse.Namespace,
     # checks cap and key; no call
     client = LLMClient.from_settings(llm, cache_path=args.cache, prices=run_prices(llm))
     try:
-        record = (paying(args.usd_cap) if paying and llm.paid_routes()
+        record = (paying(args.usd_cap, llm.paid_in_flight()) if paying and llm.paid_routes()
                   else contextlib.nullcontext({}))
         with record as rec:
             episodes = evaluate(client, tier, args.provider, model, seeds, llm)

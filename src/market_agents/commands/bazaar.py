@@ -102,10 +102,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     out_dir(args.out)
     guard = build_guard(results_root(args.results, None))
 
-    def paying(planned_usd: float):
+    def paying(planned_usd: float, in_flight: int):
         guard.check_caps(planned_usd, f"ma bazaar eval {args.tier} {args.provider}/"
                          f"{args.model}")
-        return guard.paying(args.out, planned_usd, kind="bazaar")
+        return guard.paying(args.out, planned_usd, kind="bazaar", cache=args.cache,
+                            in_flight=in_flight)
 
     return llm_eval.cmd_eval(args, paying)
 

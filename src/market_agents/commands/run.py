@@ -76,7 +76,9 @@ def main(args: argparse.Namespace) -> int:
     record, planned, worst = guard.config_run(config, f"ma run {args.config} --out {args.out}")
     progress = False if args.quiet else None
     serving = {"new_cache": args.new_cache, "expect": args.expect}
-    paying = guard.paying(args.out, planned, worst_usd=worst) if planned > 0 else None
+    paying = guard.paying(args.out, planned, worst_usd=worst, cache=args.cache,
+                          in_flight=config.population.llm.paid_in_flight()
+                          ) if planned > 0 else None
     out = run_to_dir(config, args.seed, args.out, args.cache, progress, record=record,
                      paying=paying, **serving)
     if not args.quiet:

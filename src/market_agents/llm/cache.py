@@ -239,7 +239,22 @@ class Owner:
     @classmethod
     def me(cls) -> Owner:
         """This process: a fresh token, the host, the pid and the process start time."""
-        return cls(uuid.uuid4().hex, socket.gethostname(), os.getpid(), _start_time(os.getpid()))
+        return cls(uuid.uuid4().hex, **process_identity())
+
+
+def process_identity() -> dict[str, Any]:
+    """This process as another process can recognize it later: ``host``, ``pid`` and
+    ``started`` (its start time from /proc, so a reused pid is another process). A claim's
+    owner, a paid answer's ``stored_by`` and a spend record's process are this same triple."""
+    return {"host": socket.gethostname(), "pid": os.getpid(), "started": _start_time(os.getpid())}
+
+
+def process_alive(identity: dict[str, Any]) -> bool | None:
+    """Whether the process ``identity`` (:func:`process_identity`) still runs: None when it
+    ran on another host (this host cannot tell)."""
+    if identity.get("host") != socket.gethostname():
+        return None
+    return _owner_alive(identity, Owner.me())
 
 
 def _start_time(pid: int) -> str:

@@ -40,7 +40,7 @@ from market_agents.core import canonical_json
 from market_agents.errors import BudgetExceeded, MarketAgentsError
 from market_agents.llm import interrupt
 from market_agents.llm.budget import Budget
-from market_agents.llm.cache import CacheError, ResponseCache, answer_sha256
+from market_agents.llm.cache import CacheError, ResponseCache, answer_sha256, process_identity
 from market_agents.llm.calls import (
     Parse,
     ProviderAuthError,
@@ -538,7 +538,9 @@ class LLMClient:
         ``usd`` is the whole charge of the request: the answer's priced cost (its worst case
         when it came without usage or could not be read) plus the worst case of every
         attempt the provider may have billed without answering (``billed``: class -> count,
-        recorded as ``billed_attempts``)."""
+        recorded as ``billed_attempts``). An answer of a live route also records
+        ``reserved_usd`` (the worst case the budget held for the call) and ``stored_by`` (the
+        process that paid: ``cache.process_identity``)."""
         payload = req.key_payload()
         if payload.get("json_schema") is not None:  # ~1 kB per entry, the same in every entry
             payload["json_schema"] = {"sha256": hashlib.sha256(
@@ -554,6 +556,10 @@ class LLMClient:
         }
         live = self.providers[route].live
         worst = self.worst_case(req) if live else 0.0
+        if live:
+            # who paid for it and what the budget held for it: `ma spend settle` counts a
+            # killed run's answers by its process and bounds its calls in flight by these
+            body.update(reserved_usd=worst, stored_by=process_identity())
         usd = 0.0
         if resp is not None:
             usd = self.prices.cost(req.model, resp.usage)

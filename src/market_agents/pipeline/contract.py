@@ -13,6 +13,11 @@ Modes:
   last line ``SANITY_VALIDATION: PASS`` or ``SANITY_VALIDATION: FAIL reason=…``.
 - ``pilot`` (first seed of every cell) and ``full``: only when declared in the committed
   ``.research/record.json``; results in ``.research/results/<run_id>/``.
+
+A pilot or full run id executed again keeps every execution: the newest is the one reported
+(the results directory's top level, named by ``.provenance.json``), and each earlier one is
+moved, whole, to ``executions/<its execution_id>/`` inside it (:func:`keep_earlier`); the
+second execution says so, and ``ma verify`` checks the reported one and the bytes of all.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -327,8 +334,10 @@ def execute(spec: RunSpec, mode: str, root: Path = Path(".")) -> Path:
     if done.returncode != 0:
         raise ConfigError(f"snakemake {spec.target_for(mode)} failed (exit {done.returncode}); "
                           "see its output above; after a kill run `make unlock TARGET=…` first")
+    if mode != "sanity":
+        keep_earlier(out)  # only now: a failed target leaves the reported execution in place
     inputs = out / "eval_inputs"
-    if inputs.exists():
+    if inputs.exists():  # a sanity run's, or an execution cut short before its run.json
         shutil.rmtree(inputs)
     inputs.mkdir(parents=True)
     for name, src in input_sources(spec, mode).items():
@@ -343,6 +352,73 @@ def execute(spec: RunSpec, mode: str, root: Path = Path(".")) -> Path:
            "declaration": declaration}
     (out / "run.json").write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
     return out
+
+
+EXECUTIONS = "executions"  # inside a results directory: the executions not reported
+
+
+def keep_earlier(out: Path) -> Path | None:
+    """Move the execution at the top level of the results directory ``out`` (run.json,
+    eval_inputs/, metrics.json, evaluation.md: whatever it wrote) into
+    ``out/executions/<its execution_id>/``, so that a new execution of the run id never
+    replaces it. An execution cut short before its run.json is kept as
+    ``incomplete-<time>``; an id kept already gets a suffix (``.2``, ``.3``).
+
+    Returns:
+        Where it was kept, or None when the top level held no execution.
+    """
+    here = [p for p in sorted(out.iterdir()) if p.name not in (EXECUTIONS, WORK)] \
+        if out.is_dir() else []
+    if not here:
+        return None
+    try:
+        name = str(json.loads((out / "run.json").read_text())["execution_id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        stamp = max(p.stat().st_mtime for p in here)
+        name = "incomplete-" + dt.datetime.fromtimestamp(stamp, dt.UTC).strftime(
+            "%Y%m%dT%H%M%SZ")
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    dest, n = out / EXECUTIONS / name, 1
+    while dest.exists():
+        n += 1
+        dest = out / EXECUTIONS / f"{name}.{n}"
+    dest.mkdir(parents=True)
+    for p in here:
+        os.replace(p, dest / p.name)  # same filesystem: a rename, nothing copied or lost
+    return dest
+
+
+def kept_executions(out: Path) -> list[dict[str, Any]]:
+    """The executions kept under ``out/executions/`` (not reported), oldest first:
+    ``execution_id``, ``commit_hash``, ``started`` (from each one's run.json; None when it was
+    cut short before writing one) and ``path`` (relative to ``out``)."""
+    found = []
+    for d in sorted((out / EXECUTIONS).glob("*/")):
+        try:
+            run = json.loads((d / "run.json").read_text())
+        except (OSError, ValueError):
+            run = {}
+        found.append({"execution_id": run.get("execution_id"), "commit_hash": run.get("commit"),
+                      "started": run.get("started"), "path": f"{EXECUTIONS}/{d.name}"})
+    return sorted(found, key=lambda e: (e["started"] or "", e["path"]))
+
+
+def executions_note(out: Path) -> str | None:
+    """One line saying which execution of the run id in ``out`` is reported and which others
+    are kept (None: it was executed once)."""
+    others = kept_executions(out)
+    if not others:
+        return None
+    try:
+        reported = json.loads((out / "run.json").read_text()).get("execution_id")
+    except (OSError, ValueError):
+        reported = None
+    listed = "; ".join(f"{e['execution_id'] or 'cut short'} (commit "
+                       f"{str(e['commit_hash'])[:12]}, started {e['started']}) in {e['path']}/"
+                       for e in others)
+    return (f"{out.name}: this execution, {reported}, is the one reported ({out}/ and "
+            f".provenance.json); {len(others)} other execution(s) of {out.name} are kept: "
+            f"{listed}")
 
 
 def evaluate_run(spec: RunSpec, mode: str, root: Path = Path(".")) -> tuple[Path, str | None]:
@@ -365,7 +441,8 @@ def evaluate_run(spec: RunSpec, mode: str, root: Path = Path(".")) -> tuple[Path
     write_text_atomic(out / "metrics.json", evaluation.render_metrics(metrics))
     inputs = provenance.file_hashes(out / "eval_inputs")
     write_text_atomic(out / "evaluation.md", evaluation.report(run, metrics, inputs, types))
-    provenance.record(out.parent, spec.run_id, run["execution_id"], run["commit"])
+    provenance.record(out.parent, spec.run_id, run["execution_id"], run["commit"],
+                      kept_executions(out))
     return out, sanity_failure(out, metrics, root) if mode == "sanity" else None
 
 
@@ -434,6 +511,7 @@ def verify(run_id: str | None = None, root: Path = Path(".")) -> list[tuple[bool
                              f"{entry['entry_sha256'][:12]})" if same else
                        f"{rid}: run.json does not match its declaration in {record.RECORD}"))
         prov = provenance.load(results_root).get(rid) or {}
+        checks.append(reported_check(directory, run, prov))
         commit = prov.get("commit_hash")
         after = bool(commit) and commit == run.get("commit") and record.git(
             root, "merge-base", "--is-ancestor", entry["commit"], commit) is not None
@@ -441,3 +519,21 @@ def verify(run_id: str | None = None, root: Path = Path(".")) -> list[tuple[bool
                               f"{'a descendant of' if after else 'NOT a descendant of'} the "
                               f"declared commit {entry['commit'][:12]}"))
     return checks
+
+
+def reported_check(directory: Path, run: dict[str, Any], prov: dict[str, Any]
+                   ) -> tuple[bool, str]:
+    """(ok, line): the execution the provenance reports is the one at the top level of
+    ``directory`` (its run.json), and the other executions it lists are the ones kept there."""
+    rid = directory.name
+    kept = kept_executions(directory)
+    listed = prov.get("other_executions") or []
+    same = prov.get("execution_id") == run.get("execution_id") and \
+        [e["path"] for e in listed] == [e["path"] for e in kept]
+    others = (f"; {len(kept)} other execution(s) kept under {EXECUTIONS}/: "
+              f"{', '.join(str(e['execution_id']) for e in kept)}" if kept else "")
+    if same:
+        return True, f"{rid}: reports execution {run.get('execution_id')}{others}"
+    return False, (f"{rid}: .provenance.json reports execution {prov.get('execution_id')} and "
+                   f"{len(listed)} other(s), the directory holds {run.get('execution_id')} and "
+                   f"{len(kept)} other(s): run `make evaluate RUN_ID={rid}` to declare them")

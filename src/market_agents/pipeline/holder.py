@@ -35,11 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from market_agents.errors import MarketAgentsError
+from market_agents.inputs import HOLDER_ENV
 
 STATE_DIR = Path(".snakemake")  # Snakemake's own state directory, relative to the workdir
 HOLDER_FILE = "holder.json"
 LOCKS_DIR = "locks"  # where Snakemake's file persistence keeps its lock files
-TOKEN_ENV = "MARKET_AGENTS_HOLDER"
+TOKEN_ENV = HOLDER_ENV  # its jobs inherit it (a spend record carries it too)
 UNLOCK = "`.venv/bin/snakemake --unlock` (or `make unlock`)"
 _HELD: dict[Path, int] = {}  # holder file -> the descriptor whose flock lasts this process
 
@@ -131,6 +132,29 @@ def hold(target: str, state_dir: Path = STATE_DIR) -> str | None:
     _HELD[path] = fd
     os.environ[TOKEN_ENV] = me.token  # inherited by every job this invocation starts
     return note
+
+
+def held(state_dir: Path = STATE_DIR) -> Holder | str | None:
+    """Who holds the project directory of ``state_dir`` now, without holding it: the live
+    invocation's record (a string naming the file when it cannot be read), or None when no
+    invocation holds it (or this filesystem has no flock). Takes a shared flock for an
+    instant: a live holder's exclusive one refuses it."""
+    path = state_dir / HOLDER_FILE
+    if not path.exists() or path.resolve() in _HELD:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _live_holder(path) or f"another snakemake (unreadable {path})"
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing drops the shared flock at once
+    return None
 
 
 def _live_holder(path: Path) -> Holder | None:

@@ -3,7 +3,9 @@ results directory, the execution that produced it (``execution_id``, ``commit_ha
 SHA-256 of every file in it, so a byte changed afterwards is found and named.
 
 A local execution gets an id of its own (host, start time and process id, hashed); a CI or
-cluster execution passes its own (``EXECUTION_ID=…``).
+cluster execution passes its own (``EXECUTION_ID=…``). A run id executed more than once keeps
+every execution: the entry's ``execution_id`` is the one reported (the directory's top level),
+``other_executions`` lists the others, kept under ``executions/<execution_id>/``.
 """
 
 from __future__ import annotations
@@ -54,11 +56,28 @@ def load(results_root: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def record(results_root: Path, run_id: str, execution: str, commit: str | None) -> dict[str, Any]:
+def record(results_root: Path, run_id: str, execution: str, commit: str | None,
+           others: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Declare the results directory ``results_root/run_id`` as produced by ``execution`` at
-    ``commit``, with the hash of every file it holds now; other directories' entries are kept."""
+    ``commit`` (the execution reported), with the hash of every file it holds now, the earlier
+    executions kept there included; other directories' entries are kept.
+
+    Args:
+        results_root: ``.research/results`` (or a sanity run's root).
+        run_id: the results directory's name.
+        execution: the reported execution's id (its files are the directory's top level).
+        commit: the commit it executed.
+        others: the other executions of the run id kept in the directory
+            (``contract.kept_executions``): ``execution_id``, ``commit_hash``, ``started``,
+            ``path``; listed as ``other_executions``.
+
+    Returns:
+        The entry written.
+    """
     entry = {"execution_id": execution, "commit_hash": commit,
              "files": file_hashes(results_root / run_id)}
+    if others:
+        entry["other_executions"] = others
     data = load(results_root)
     data[run_id] = entry
     write_json_atomic(results_root / PROVENANCE_FILE, data)

@@ -244,8 +244,11 @@ class Guard:
                             home=self.home)
 
     def paying(self, out: Path | str, planned_usd: float, kind: str = "run",
-               design: str | None = None, worst_usd: float | None = None
+               design: str | None = None, worst_usd: float | None = None,
+               cache: Path | str | None = None, in_flight: int | None = None
                ) -> AbstractContextManager[dict[str, Any]]:
         """The job's spend record in the ledger (``ledger.paying``): counted at ``worst_usd``
-        (else ``planned_usd``) until it settles."""
-        return ledger.paying(self.root, out, planned_usd, kind, design, worst_usd)
+        (else ``planned_usd``) until it settles; ``cache`` and ``in_flight`` are what
+        ``ma spend settle`` needs if it never does."""
+        return ledger.paying(self.root, out, planned_usd, kind, design, worst_usd, cache,
+                             in_flight)

@@ -11,7 +11,10 @@ a separate tally that could drift:
   ``<root>/runs`` (``ma run --out`` elsewhere, a live Bazaar evaluation) is known to the
   ledger only through its record; a job that never settled (killed, or still running) counts
   at its worst case (what it can pay at most, its ``usd_cap``) until it is resumed and
-  finishes; a record without a worst case, at its planned USD.
+  finishes; a record without a worst case, at its planned USD. A job that will not be
+  resumed is settled by ``ma spend settle`` (:mod:`market_agents.pipeline.settle`) at what
+  its cache recorded plus the worst case of its calls in flight; the record is kept, with
+  ``settled_by``.
 
 :func:`check` refuses a new job before any call when its worst case (a run's ``usd_cap``,
 never its planning estimate) plus the recorded spend passes a cap, naming the ledger total,
@@ -24,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -33,6 +37,7 @@ from typing import Any
 
 from market_agents.atomic import write_json_atomic
 from market_agents.errors import BudgetExceeded, ConfigError
+from market_agents.inputs import HOLDER_ENV
 from market_agents.layout import ROOT, runs_dir, spend_dir
 from market_agents.sim.rundir import MANIFEST_FILE, OUTCOMES_FILE, is_complete, paid_usd
 
@@ -46,6 +51,10 @@ class Entry:
     design: str | None  # the design of a run under <root>/runs, else the record's
     usd: float  # recorded USD, or the planned USD of a job that has not settled
     settled: bool  # False: a job that started and never recorded what it paid
+    record: str | None = None  # its spend record, when it has one
+    command: str | None = None  # the command that started it (from its record)
+    started_at: str | None = None  # when it started (from its record)
+    settled_by: str | None = None  # "ma spend settle": settled by hand, not by the job
 
 
 @dataclass(frozen=True)
@@ -107,24 +116,28 @@ def spend(root: Path | str = ROOT) -> Spend:
         runs.add(str(run.resolve()))
         entries.append(Entry("run", str(run), run.parts[-3], usd, True))
     for path in sorted(spend_dir(root).glob("*.json")):
-        try:
-            rec = json.loads(path.read_text())
-            out = Path(rec["out"])
-        except (ValueError, KeyError, TypeError):
-            raise ConfigError(f"{path}: not a spend record (malformed JSON or no 'out'); "
-                              "restore it from a backup: the ledger cannot count it") from None
+        rec = read_record(path)
+        out = Path(rec["out"])
+        facts = {"record": str(path), "command": rec.get("command"),
+                 "started_at": rec.get("started_at")}
+        # executions of this output settled by `ma spend settle` before it was run again:
+        # what they paid stays counted, whatever the new execution records
+        for old in rec.get("earlier") or []:
+            entries.append(Entry(old["kind"], old["out"], old.get("design"),
+                                 float(old["spent_usd"]), True, str(path), old.get("command"),
+                                 old.get("started_at"), old.get("settled_by")))
         if str(out.resolve()) in runs:
             continue  # the run's manifest is its record
         if rec.get("spent_usd") is not None:
             entries.append(Entry(rec["kind"], rec["out"], rec.get("design"),
-                                 float(rec["spent_usd"]), True))
+                                 float(rec["spent_usd"]), True, **facts,
+                                 settled_by=rec.get("settled_by")))
         elif rec["kind"] == "run" and is_complete(out) and recorded_usd(out) is not None:
             entries.append(Entry("run", rec["out"], rec.get("design"), recorded_usd(out) or 0.0,
-                                 True))
+                                 True, **facts))
         else:  # it may have paid up to its worst case before it stopped
-            held = rec.get("worst_usd")
-            entries.append(Entry(rec["kind"], rec["out"], rec.get("design"),
-                                 float(rec["planned_usd"] if held is None else held), False))
+            entries.append(Entry(rec["kind"], rec["out"], rec.get("design"), held_usd(rec),
+                                 False, **facts))
     return Spend(tuple(entries))
 
 
@@ -135,6 +148,28 @@ def keeps_ledger(root: Path | str, ledger: Spend | None = None) -> bool:
     if any(spend_dir(root).glob("*.json")):
         return True
     return any(e.usd > 0 for e in (ledger or spend(root)).entries)
+
+
+def held_usd(rec: dict[str, Any]) -> float:
+    """What an unsettled spend record counts at: its worst case, else (a record written
+    before worst cases were recorded) its plan."""
+    held = rec.get("worst_usd")
+    return float(rec["planned_usd"] if held is None else held)
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """The spend record at ``path``.
+
+    Raises:
+        ConfigError: it cannot be read or is not a spend record (one line naming it).
+    """
+    try:
+        rec = json.loads(path.read_text())
+        Path(rec["out"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ConfigError(f"{path}: not a spend record (malformed JSON or no 'out'); "
+                          "restore it from a backup: the ledger cannot count it") from None
+    return rec
 
 
 def usd(x: float) -> str:
@@ -225,30 +260,65 @@ def record_path(root: Path | str, out: Path | str) -> Path:
 
 @contextlib.contextmanager
 def paying(root: Path | str, out: Path | str, planned_usd: float, kind: str = "run",
-           design: str | None = None, worst_usd: float | None = None
+           design: str | None = None, worst_usd: float | None = None,
+           cache: Path | str | None = None, in_flight: int | None = None
            ) -> Iterator[dict[str, Any]]:
     """Record a paid job in the ledger before its first call and settle it when it ends.
 
-    Yields the record; the caller sets ``record["spent_usd"]`` to what the job paid (a run
-    under ``<root>/runs`` need not: its manifest is its record). A job that raises (killed,
-    interrupted) stays unsettled, counted at ``worst_usd`` (else ``planned_usd``) until a
-    rerun of the same output settles it: until then nobody knows it paid less.
+    Args:
+        root: the results root whose ledger records the job.
+        out: the job's output (a run directory, a Bazaar output folder): one record each.
+        planned_usd: its planning estimate (USD).
+        kind: ``run`` or ``bazaar``.
+        design: the design it belongs to, if any.
+        worst_usd: the most it can pay (its ``usd_cap``); it counts at this until settled.
+        cache: its response cache directory, where its paid answers are recorded (what
+            ``ma spend settle`` counts if it never finishes).
+        in_flight: the most paid calls it has in flight at once
+            (``LLMConfig.paid_in_flight``).
+
+    Yields:
+        The record; the caller sets ``record["spent_usd"]`` to what the job paid (a run
+        under ``<root>/runs`` need not: its manifest is its record).
+
+    A job that raises (killed, interrupted) stays unsettled, counted at ``worst_usd`` (else
+    ``planned_usd``) until a rerun of the same output settles it, or ``ma spend settle``
+    does: until then nobody knows it paid less. The record names the process (host, pid,
+    start time: whether it still runs, and which answers of the cache it paid), the
+    Snakemake invocation it ran under (``inputs.HOLDER_ENV``) and the command. An earlier
+    execution of the same output settled by ``ma spend settle`` is kept in ``earlier``.
     """
+    # why: the process identity is the cache's (claims, stored answers); it loads only for
+    # a paying job, which loads the LLM layer anyway
+    from market_agents.llm.cache import process_identity
+
     path = record_path(root, out)
+    earlier: list[dict[str, Any]] = []
+    if path.exists():
+        old = read_record(path)
+        earlier = list(old.pop("earlier", None) or [])
+        if old.get("settled_by"):  # settled by hand: what it paid is never overwritten
+            earlier.append(old)
     rec: dict[str, Any] = {
         "kind": kind, "out": str(Path(out).resolve()), "design": design,
         "planned_usd": round(planned_usd, 6),
         "worst_usd": None if worst_usd is None else round(worst_usd, 6), "spent_usd": None,
         "command": " ".join(["ma", *sys.argv[1:]]) if sys.argv else "ma",
-        "started_at": _now(), "settled_at": None,
+        "started_at": utc_now(), "settled_at": None,
+        "cache": None if cache is None else str(Path(cache).resolve()),
+        "in_flight": in_flight, "process": process_identity(),
+        # the Snakemake invocation whose job this is (pipeline/holder.py), if any
+        "holder": os.environ.get(HOLDER_ENV),
+        **({"earlier": earlier} if earlier else {}),
     }
     write_json_atomic(path, rec)
     yield rec
     if rec["spent_usd"] is None and kind == "run":
         rec["spent_usd"] = recorded_usd(Path(out))
-    rec["settled_at"] = _now()
+    rec["settled_at"] = utc_now()
     write_json_atomic(path, rec)
 
 
-def _now() -> str:
+def utc_now() -> str:
+    """UTC now, to the second, as the records write it."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

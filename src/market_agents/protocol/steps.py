@@ -136,7 +136,8 @@ def simulate(design: Design, cell: str, seed: int, mock: bool = False,
     if guard is not None and not mock and design.is_live(cell):
         record, planned, worst = guard.design_runs(design, [(cell, seed)],
                                                    f"ma cell {design.name}/{cell} seed {seed}")
-        paying = guard.paying(out, planned, design=design.name, worst_usd=worst)
+        paying = guard.paying(out, planned, design=design.name, worst_usd=worst, cache=cache,
+                              in_flight=config.population.llm.paid_in_flight())
     made = run_to_dir(config, seed, out, cache, progress=progress, new_cache=new_cache,
                       paid_runs=paid.runs() if cache is not None and paid is not None else None,
                       record=record, paying=paying)
