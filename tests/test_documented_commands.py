@@ -28,6 +28,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # (pattern in the command, why it is not run here): the first that matches decides.
 NOT_HERE: tuple[tuple[str, str], ...] = (
     ("make test ", "the suite itself (`make test`, `.ci/run`)"),
+    ("make test-docs", "this very check (it would run itself in its scratch clone)"),
     ("make test-rehearsal", "the confirmatory rehearsal, minutes (its own opt-in target)"),
     (".venv/bin/pytest tests/", "a part of the suite (`make test` runs it)"),
     ("…", "a placeholder for the user's own arguments"),
@@ -39,6 +40,9 @@ NOT_HERE: tuple[tuple[str, str], ...] = (
                                "(tests/pipeline/test_contract.py declares in a scratch project)"),
     ("declare tier_T1", "commits a declaration of a paid tier (tests/pipeline/test_contract.py)"),
     ("RUN_ID=tier_T1 MODE=full", "a paid confirmatory tier"),
+    ("RUN_ID=exploratory_mock MODE=full", "a full execution runs only once declared in the "
+                                          "committed record (tests/pipeline/test_contract.py "
+                                          "declares one and runs it twice)"),
     ("make evaluate", "evaluates a declared run id (`make run RUN_ID=…` calls it; "
                       "tests/pipeline/test_contract.py)"),
     ("make validate-long", "20 long runs (docs/market.md's figures)"),
@@ -161,6 +165,7 @@ def why_not(command: str) -> str | None:
 def test_every_documented_command_is_either_run_or_says_why_not():
     documented = [(p, c) for p in PAGES for c in commands(p)] + prose_commands(PAGES)
     assert len(documented) > 50
+    assert why_not("make test-docs") and why_not("make test")  # never runs itself
     for _page, command in documented:
         assert command.startswith((".venv/bin/", "make ", "git ", "export ", "sudo ",
                                    "workflow/", "python ", "llama-server", "vllm ", "ollama ",
