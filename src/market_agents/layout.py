@@ -59,6 +59,9 @@ CONTROL_SD_FILE = "control_sd.parquet"
 SENSITIVITY_FILE = "sensitivity.parquet"
 
 
+CACHE_DB = "cache.db"
+"""The file that makes a folder an LLM response cache (``llm/cache.py`` keeps its entries
+there; a folder holding one is never an output folder: ``outputs.py``)."""
 PROJECT_MARKERS = (".git", "pyproject.toml", "Snakefile", "config/workflow.yaml")
 """What makes a folder a project: a checkout, a Python project, a workflow, or a copy of the
 project's config (the run contract's sanity work folder, nested inside a project, is its own)."""

@@ -22,14 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from market_agents.errors import ConfigError
-from market_agents.layout import project_of
+from market_agents.layout import CACHE_DB, project_of
 
-CACHE_DB = "cache.db"
-"""The file that makes a folder a response cache (``llm/cache.py``)."""
-# What makes a folder a results root: its spend ledger, its runs, its caches.
+# What makes a folder a results root: its manifests (the spend ledger, the freeze) or its runs.
 RESULTS_MARKERS = ("manifests", "runs")
 CHECKOUT = project_of(Path(__file__).resolve().parent)
-"""The checkout this package runs from (None for an installed wheel)."""
+"""The checkout this package runs from (for an installed wheel: the project holding its
+environment, if any; else None)."""
 
 
 def _shown(path: str | Path) -> str:

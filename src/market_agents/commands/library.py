@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from market_agents import layout
 from market_agents.errors import ConfigError
 
 
@@ -46,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
     """
     from market_agents.llm.library import DecisionLibrary
 
-    if not (Path(args.cache) / "cache.db").exists():
+    if not (Path(args.cache) / layout.CACHE_DB).exists():
         raise ConfigError(f"{args.cache}: not an LLM response cache (no cache.db inside)")
     lib = DecisionLibrary.from_cache(args.cache, args.model, args.prompt_id)
     out = lib.save(args.out)

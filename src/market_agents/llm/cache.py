@@ -44,10 +44,10 @@ from market_agents.errors import MarketAgentsError
 from market_agents.inputs import NEW_CACHE_ENV as NEW_CACHE_ENV
 from market_agents.inputs import REPLAY_ENV as REPLAY_ENV
 from market_agents.inputs import env_flag as env_flag
+from market_agents.layout import CACHE_DB
 from market_agents.llm import filesystem
 
 ENTRY_VERSION = 1
-DB_NAME = "cache.db"
 CLAIM_PREFIX = "claim:"
 PAID_MARKER = "paid.json"  # written beside cache.db when the first paid answer is stored
 # Answers the store could not take (a full disk), kept one file each beside cache.db and stored
@@ -73,7 +73,7 @@ def answer_sha256(body: dict[str, Any]) -> str:
 # --- the state of a cache directory, read without opening it for writing ------------------------
 
 def _db(path: Path) -> Path:
-    return path / DB_NAME
+    return path / CACHE_DB
 
 
 def _store_settings(path: Path) -> dict[str, Any]:
@@ -110,7 +110,7 @@ def check_path(path: str | Path, write: bool = True) -> Path:
                          "or a read-only file system)")
     db = _db(path)
     if db.exists() and not os.access(db, os.R_OK | os.W_OK):
-        raise CacheError(f"--cache {path}: {DB_NAME} is not readable and writable")
+        raise CacheError(f"--cache {path}: {CACHE_DB} is not readable and writable")
     return path
 
 
@@ -208,7 +208,7 @@ def check_record(path: str | Path, new_cache: bool = False,
                      f"answers (e.g. {paid[0][0]})")
     if not found:
         return
-    state = ("is missing" if not path.exists() else f"has no {DB_NAME}"
+    state = ("is missing" if not path.exists() else f"has no {CACHE_DB}"
              if not _db(path).exists() else "is empty")
     if not new_cache:
         raise CacheError(f"--cache {path}: the cache {state}, but {'; '.join(found)}. "
@@ -324,14 +324,14 @@ class ResponseCache:
         check_path(self.path, write=not readonly)
         if readonly and (not db.exists() or db.stat().st_size == 0):
             what = "no" if not db.exists() else "an empty"
-            raise CacheError(f"{self.path}: not an LLM response cache ({what} {DB_NAME} "
+            raise CacheError(f"{self.path}: not an LLM response cache ({what} {CACHE_DB} "
                              "inside)")
         try:
             # no eviction: the cache is a record, not a best-effort memo
             self._store = diskcache.Cache(str(self.path), eviction_policy="none", timeout=120,
                                           size_limit=2**62, **settings)
         except (sqlite3.Error, OSError) as exc:
-            raise CacheError(f"--cache {self.path}: cannot open {DB_NAME} ({exc})") from None
+            raise CacheError(f"--cache {self.path}: cannot open {CACHE_DB} ({exc})") from None
         self.owner = Owner.me()
         self._paid_marked = (self.path / PAID_MARKER).exists()
         if not readonly:

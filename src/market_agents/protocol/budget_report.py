@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
+from market_agents import layout
 from market_agents.errors import ConfigError
 from market_agents.protocol.design import Design
 from market_agents.protocol.planning import CellPlan, tier_totals
@@ -71,7 +72,7 @@ def measured_profile(paths: list[str]) -> list[dict]:
     rows = []
     for raw in paths:
         path = Path(raw)
-        if (path / "cache.db").exists():
+        if (path / layout.CACHE_DB).exists():
             # why: the response cache loads sqlite3 and the LLM layer; only --measured needs it
             from market_agents.llm.cache import ResponseCache
 
