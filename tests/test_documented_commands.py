@@ -48,6 +48,7 @@ NOT_HERE: tuple[tuple[str, str], ...] = (
     ("make validate-long", "20 long runs (docs/market.md's figures)"),
     ("make validate", "60 runs and PAMS in its own environment (docs/market.md's figures)"),
     ("make bench", "the benchmarks (bench/README.md's figures)"),
+    ("make faults", "the fault corpus: tests/test_fault_corpus.py runs it in the suite"),
     ("make demo-local-llm", "builds llama.cpp's server and a model (its own opt-in target)"),
     ("make clean", "removes what the later commands read; tests/pipeline/test_modes.py runs it "
                    "in a project seeded with live results"),
