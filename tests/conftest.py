@@ -79,6 +79,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+@pytest.fixture(autouse=True)
+def _no_inherited_holder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A workflow holds its project by a token its jobs inherit (``pipeline/holder.py`` sets
+    ``MARKET_AGENTS_HOLDER`` in the holding process); a test that held a project in-process
+    leaves it in the worker's environment, and every later test's processes would look like
+    that workflow's jobs (``ma spend settle`` then refused to settle, in the full suite only)."""
+    from market_agents.inputs import HOLDER_ENV
+
+    monkeypatch.delenv(HOLDER_ENV, raising=False)
+
+
 @pytest.fixture
 def baseline_path() -> Path:
     return BASELINE
