@@ -163,7 +163,7 @@ def run_status(design: Design, cell: str, seed: int, mock: bool = False,
         elif made_by != code:
             why.append(f"made by code {short(made_by)}")
         try:
-            if not is_fresh(design, cell, mock, path):
+            if not is_fresh(design, cell, mock, path, manifest):
                 why.append("made from another config")
         except MarketAgentsError:
             pass  # the cell's config cannot be built now (an equal-USD cap): code alone says

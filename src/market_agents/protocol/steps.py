@@ -146,26 +146,30 @@ def simulate(design: Design, cell: str, seed: int, mock: bool = False,
     return made
 
 
-def is_fresh(design: Design, cell: str, mock: bool, path: Path) -> bool:
+def is_fresh(design: Design, cell: str, mock: bool, path: Path,
+             manifest: dict[str, Any] | None = None) -> bool:
     """Whether the finished run at ``path`` was made from the cell's current config (its
-    manifest's config_hash)."""
-    return read_manifest(path).get("config_hash") == config_hash(run_config(design, cell, mock))
+    manifest's config_hash; ``manifest``: the one already read)."""
+    saved = (manifest if manifest is not None else read_manifest(path)).get("config_hash")
+    return saved == config_hash(run_config(design, cell, mock))
 
 
-def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path) -> None:
+def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path,
+                manifest: dict[str, Any] | None = None) -> None:
     """A saved run is reused only if it was made from the cell's current config."""
-    if not is_fresh(design, cell, mock, path):
-        saved = read_manifest(path).get("config_hash")
+    manifest = manifest if manifest is not None else read_manifest(path)
+    if not is_fresh(design, cell, mock, path, manifest):
+        saved = manifest.get("config_hash")
         raise StaleRun(f"{path}: made from another config than {design.where(cell)} now gives "
                        f"(config_hash {str(saved)[:12]}…); restore the design or move the run "
                        "directory away, then resume")
 
 
-def made_by_other_code(path: Path) -> str | None:
-    """The fingerprint of the code that made the finished run at ``path`` when it is not the
-    current code's (``"made before fingerprints"`` for a manifest without one), else None
+def made_by_other_code(manifest: dict[str, Any]) -> str | None:
+    """The fingerprint of the code that made a finished run (its ``manifest``) when it is not
+    the current code's (``"made before fingerprints"`` for a manifest without one), else None
     (:mod:`market_agents.sim.fingerprint`)."""
-    made = read_manifest(path).get("code_fingerprint")
+    made = manifest.get("code_fingerprint")
     if made == fingerprint():
         return None
     return short(made) if made else "made before fingerprints"
@@ -190,10 +194,10 @@ def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
     path = run_dir(design.name, cell, seed, mock, root)
     did = "ran"
     if is_complete(path):
-        other_code = made_by_other_code(path)
-        usd = paid_usd(read_manifest(path))
+        manifest = read_manifest(path)
+        other_code, usd = made_by_other_code(manifest), paid_usd(manifest)
         try:
-            check_fresh(design, cell, seed, mock, path)
+            check_fresh(design, cell, seed, mock, path, manifest)
         except StaleRun:
             if not replace_stale or usd > 0:
                 raise
@@ -242,10 +246,11 @@ def gather(design: Design, mock: bool = False, root: Path | str = ROOT,
             missing.append(str(path))
             forget_cell_runs(path)  # so the workflow makes its batch again
             continue
-        if not is_fresh(design, cell, mock, path):
+        manifest = read_manifest(path)
+        if not is_fresh(design, cell, mock, path, manifest):
             stale.append(str(path))
             continue
-        codes.setdefault(read_manifest(path).get("code_fingerprint"), str(path))
+        codes.setdefault(manifest.get("code_fingerprint"), str(path))
         config = run_config(design, cell, mock)
         labels = {f"treatment_{k}": v for k, v in config.treatment.items()}
         out = read_json(path / OUTCOMES_FILE)
