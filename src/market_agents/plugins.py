@@ -1,0 +1,133 @@
+"""Registries of what a researcher adds: trader types and exchange mechanisms.
+
+A registry is found, never listed (design principle "open to the researcher"): its built-in
+members are the modules of one package folder (``market_agents/agents/traders/`` for trader types,
+``market_agents/market/mechanisms/`` for mechanisms), each of which registers its class with
+:meth:`Registry.register` when imported; members from other packages come from Python entry
+points of the registry's group (``market_agents.traders``, ``market_agents.mechanisms``):
+``[project.entry-points."market_agents.traders"] my_type = "my_pkg.my_type"`` names a module
+that registers on import (or a class, which is registered). Nothing is imported before a name
+is asked for, and everything only once per process.
+
+This module imports nothing from the package at import time (its folders are imported by
+name when a registry is first read), so the config, the engine and the analysis may all ask it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import pkgutil
+from collections.abc import Iterator
+from importlib.metadata import entry_points
+from typing import Generic, TypeVar
+
+from market_agents.errors import ConfigError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Named classes of one kind, built in or installed.
+
+    Args:
+        group: the entry-point group of installed members, e.g. ``market_agents.traders``.
+        package: the package whose modules are the built-in members, e.g.
+            ``market_agents.agents``.
+        what: what a member is called in messages, e.g. ``trader type``.
+    """
+
+    def __init__(self, group: str, package: str, what: str):
+        self.group, self.package, self.what = group, package, what
+        self._members: dict[str, T] = {}
+        self._origin: dict[str, str] = {}
+        self._loaded = False
+
+    def register(self, cls: T) -> T:
+        """Register ``cls`` under its ``name`` attribute (a class decorator).
+
+        Raises:
+            ValueError: another class is registered under that name (two plug-ins clash).
+        """
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{cls!r}: a {self.what} needs a non-empty str `name`")
+        held = self._members.get(name)
+        if held is not None and held is not cls:
+            raise ValueError(f"{self.what} {name!r} is registered twice: by "
+                             f"{self._origin[name]} and by {cls.__module__}")
+        self._members[name] = cls
+        self._origin[name] = cls.__module__
+        return cls
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True  # first: a module being imported may ask the registry again
+        root = importlib.import_module(self.package)
+        for info in sorted(pkgutil.iter_modules(root.__path__), key=lambda m: m.name):
+            if not info.name.startswith("_"):
+                importlib.import_module(f"{self.package}.{info.name}")
+        for ep in sorted(entry_points(group=self.group), key=lambda e: e.name):
+            try:
+                loaded = ep.load()
+            except Exception as exc:  # a broken plug-in is named, not a traceback
+                raise ConfigError(f"entry point {ep.name!r} of {self.group} ({ep.value}) does "
+                                  f"not load: {type(exc).__name__}: {exc}") from None
+            if isinstance(loaded, type):
+                self.register(loaded)  # type: ignore[arg-type]
+
+    def names(self) -> tuple[str, ...]:
+        """Every registered name, sorted."""
+        self._load()
+        return tuple(sorted(self._members))
+
+    def __iter__(self) -> Iterator[T]:
+        """The registered classes, in name order."""
+        self._load()
+        return iter([self._members[n] for n in sorted(self._members)])
+
+    def __contains__(self, name: object) -> bool:
+        self._load()
+        return name in self._members
+
+    def get(self, name: str, where: str) -> T:
+        """The class registered as ``name``.
+
+        Args:
+            name: its name as a config spells it.
+            where: the file, key or argument it came from, for the message.
+
+        Raises:
+            ConfigError: no such name; the message lists the known ones (and the nearest).
+        """
+        self._load()
+        if name not in self._members:
+            raise ConfigError(self.unknown(name, where))
+        return self._members[name]
+
+    def unknown(self, name: str, where: str) -> str:
+        """The one-line message for an unknown ``name`` at ``where``."""
+        self._load()
+        near = difflib.get_close_matches(str(name), list(self._members), n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        return (f"{where}: unknown {self.what} {name!r}{hint} (known: "
+                f"{', '.join(sorted(self._members))}; a plug-in registers more through the "
+                f"entry-point group {self.group}, docs/extending.md)")
+
+    def modules(self) -> dict[str, str]:
+        """Name -> the module that registered it (the code fingerprint hashes plug-ins')."""
+        self._load()
+        return dict(self._origin)
+
+
+TRADERS: Registry = Registry("market_agents.traders", "market_agents.agents.traders",
+                           "trader type")
+"""Trader types by the name configs use (``population.mix``, ``slot_types``, agents.parquet's
+``type``): the modules of ``market_agents/agents/traders/`` and the
+``market_agents.traders`` entry points."""
+
+MECHANISMS: Registry = Registry("market_agents.mechanisms", "market_agents.market.mechanisms",
+                                "mechanism")
+"""Exchange mechanisms by name (outcomes' ``mechanisms`` column): the modules of
+``market_agents/market/mechanisms/`` and the ``market_agents.mechanisms`` entry points."""
