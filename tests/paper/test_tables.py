@@ -7,6 +7,7 @@ import pytest
 
 from market_agents.paper import estimates, tables
 from market_agents.paper.data import PaperData
+from market_agents.protocol.comparisons import Comparison
 
 
 def _data(rows: list[dict]) -> PaperData:
@@ -29,7 +30,9 @@ def test_fairness_shows_decisions_made_and_budget_halted_per_agent():
                      "n_llm_decisions": 675, "llm_budget_halts": 510,
                      "llm_decision_cap_holds": 0, "llm_decisions_per_agent": 27.0,
                      "llm_usd": 0.34, "llm_valid_rate": 0.9, "volatility": 0.0031})
-    table = estimates.fairness(_data(rows))
+    fairness = Comparison("fairness", "Fairness", "", "equal_usd",
+                          (("mini_25_equalusd", "mini_25"),), "T5", ("volatility",))
+    table = estimates.comparison(_data(rows), fairness)
     levels = table.filter(pl.col("part") == "levels")
     by = {r["cell"]: r for r in levels.iter_rows(named=True)}
     assert by["mini_25"]["offered_per_agent"] == by["mini_25_equalusd"][

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from market_agents.paper.catalog import ARTIFACTS
+from market_agents.protocol.design import load_design
 from tests.support.workflow import smk
 
 pytestmark = [pytest.mark.slow, pytest.mark.rehearsal]
@@ -21,7 +22,9 @@ def test_rehearsal_of_the_confirmatory_design_writes_the_whole_paper(workdir):
     summary = json.loads((workdir / "paper/paper.json").read_text())
     assert summary["mock"] == "Mock-based rehearsal"
     assert not (workdir / "results/runs/confirmatory").exists()  # nothing live was touched
-    tables = {a.name for a in ARTIFACTS if a.kind == "table"}
+    declared = load_design(workdir / "config/designs/confirmatory.yaml").comparisons
+    tables = {a.name for a in ARTIFACTS if a.kind == "table"} | {c.name for c in declared}
+    assert {"mechanisms", "diversity", "fairness"} <= tables
     assert set(summary["tables"]) == tables, summary["skipped"]
     figures = {a.name for a in ARTIFACTS if a.kind == "figure"} - {"price"}
     assert figures <= set(summary["figures"]), summary["skipped"]

@@ -40,7 +40,7 @@ def plans(confirmatory):
 
 
 @pytest.mark.parametrize("name", ["exploratory", "sigma", "pilot_openai", "confirmatory",
-                                  "repilot_openai"])
+                                  "repilot_openai", "ftt"])
 def test_every_design_loads(name):
     design = load_design(DESIGNS / f"{name}.yaml")
     assert design.name == name and design.runs()

@@ -1,6 +1,8 @@
 """What the paper holds: every table and figure by name, with its title and a caption that says
 what it shows and how it was computed. The one list that ``ma paper --help``, the writer, the
-index page and the Snakemake report's captions read.
+index page and the Snakemake report's captions read; with it, each comparison table a design
+declares (``tables:``, :mod:`market_agents.protocol.comparisons`), whose caption
+:func:`comparison_artifact` writes from the declaration (:func:`artifacts`: both).
 
 Files: ``paper/tables/<name>.{csv,md,tex,html}`` and ``paper/figures/<name>.{png,pdf}``
 (``price_<cell>`` is one figure per cell), ``paper/model_cards.md``, ``paper/deviations.md``,
@@ -9,9 +11,13 @@ Files: ``paper/tables/<name>.{csv,md,tex,html}`` and ``paper/figures/<name>.{png
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from market_agents import layout
+from market_agents.errors import ConfigError
+from market_agents.protocol.comparisons import Comparison
+from market_agents.protocol.tiers import NO_TIER
 
 EST = ("Estimator (pre-registered): the mean over seeds of the paired difference y(cell, s) - "
        "y(control, s), the control run having the same seed (common random numbers); SE = SD of "
@@ -58,31 +64,15 @@ ARTIFACTS: tuple[Artifact, ...] = (
              "The share cells (phi in {0, 0.01, 0.05, 0.10, 0.25, 0.50, 0.75, 1.0}) from the "
              "primary estimates: treated mean and paired difference against share_0 with its "
              "95 % t interval; phi = 0 is the control itself. " + EST),
-    Artifact("mechanisms", "table", "Mechanisms against share_25",
-             "The mechanism cells (memory_25, channel_25, leverage_25, breaker_25, poslimit_25) "
-             "against share_25, seed by seed; one Holm family over the T4 primary outcomes. "
-             + EST),
     Artifact("mechanism_activity", "table", "Mechanism activity",
              "Per cell, the mean per run of the mechanism-activity outcomes (halts, halted ticks, "
              "rejects by reason, margin calls, forced-sale volume, channel messages sent and "
              "read, memory lines, decision-cap holds, budget halts), the mechanisms the cell "
              "switches on with the seeds in which each acted, and a flag for a mechanism that "
              "never acted in any seed (outcomes.parquet: mechanisms, mechanisms_idle)."),
-    Artifact("diversity", "table", "Diversity and model mix against share_25 (T2)",
-             "diverse_25, mix_25 and mini_25 against share_25, seed by seed; one Holm family over "
-             "the T2 primary outcomes. "
-             + EST),
     Artifact("model_mix", "table", "Model mix per cell",
              "Per cell and model (llm_decisions.parquet): decisions, share of the cell's "
              "decisions, valid rate, tokens in and out per decision and USD per decision."),
-    Artifact("fairness", "table", "Fairness: equal decisions against equal USD (T5)",
-             "mini_25 (every LLM agent gets the same decision opportunities) and "
-             "mini_25_equalusd (decisions stop at the per-run usd_cap): per agent the decisions "
-             "offered (offered_per_agent: equal by design), made (made_per_agent: answered, the "
-             "offered less budget halts and decision-cap holds) and budget-halted "
-             "(halted_per_agent), USD per "
-             "run and valid rate (means over seeds), then "
-             "mini_25_equalusd against mini_25 seed by seed. " + EST),
     Artifact("spillover", "table", "Spillover and correlation (T6 k2_25)",
              "The two-asset cell: per seed the correlation of the two assets' log returns "
              "(ret_corr) and the Diebold-Yilmaz total spillover index (spillover_dy, percent), "
@@ -138,6 +128,57 @@ ARTIFACTS: tuple[Artifact, ...] = (
 
 BY_KEY = {(a.kind, a.name): a for a in ARTIFACTS}
 
+EQUAL_USD = ("{refs} (every LLM agent gets the same decision opportunities) and {cells} "
+             "(decisions stop at the per-run usd_cap): per agent the decisions offered "
+             "(offered_per_agent: equal by design), made (made_per_agent: answered, the offered "
+             "less budget halts and decision-cap holds) and budget-halted (halted_per_agent), "
+             "USD per run and valid rate (means over seeds), then {pairs} seed by seed. ")
+
+
+def _and(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _pairs(c: Comparison) -> str:
+    """``a, b and c against share_25; d against share_0``: the cells by the cell they are
+    compared with, in the order first named."""
+    return "; ".join(_and([x for x, r in c.pairs if r == ref]) + f" against {ref}"
+                     for ref in c.references)
+
+
+def comparison_artifact(c: Comparison) -> Artifact:
+    """The table of a declared comparison: its title, and a caption that says which cells it
+    compares with which, its Holm family and the estimator (the design's caption first)."""
+    lead = f"{c.caption.strip()} " if c.caption.strip() else ""
+    if not c.pairs:
+        text = "No cell of the design joins this table. "
+    elif c.kind == "equal_usd":
+        text = EQUAL_USD.format(refs=_and(c.references), cells=_and(c.cells), pairs=_pairs(c))
+    else:
+        tier = "design's" if c.tier == NO_TIER else c.tier
+        text = (f"{_pairs(c)}, seed by seed; one Holm family over the {tier} primary "
+                f"outcomes ({', '.join(c.primary)}). ")
+    return Artifact(c.name, "table", c.title, lead + text + EST)
+
+
+def artifacts(comparisons: Iterable[Comparison], where: str = "") -> tuple[Artifact, ...]:
+    """Every table and figure of a design's paper: :data:`ARTIFACTS`, then its comparison
+    tables (:func:`comparison_artifact`).
+
+    Raises:
+        ConfigError: a comparison is named as a table of the catalogue (``where``, the design
+            file, leads the message).
+    """
+    taken = [a.name for a in ARTIFACTS if a.kind == "table"]
+    out = []
+    for c in comparisons:
+        if c.name in taken:
+            raise ConfigError(f"{where + ': ' if where else ''}tables.{c.name}: the paper has a "
+                              f"table of that name ({', '.join(taken)}): name the comparison "
+                              "otherwise")
+        out.append(comparison_artifact(c))
+    return (*ARTIFACTS, *out)
+
 OTHER_FILES = {
     "model_cards.md": "every model used: provider, model id, dates used, prices with source and "
                       "date, effort, max output tokens, temperature, prompt version and hash, "
@@ -163,5 +204,8 @@ def help_text() -> str:
         stem = "price_<cell>" if a.name == "price" else a.name
         ext = "csv,md,tex,html" if a.kind == "table" else "png,pdf"
         lines.append(f"  {a.kind}s/{stem}.{{{ext}}}  {a.title}")
+        if a.name == "dose_response" and a.kind == "table":
+            lines.append("  tables/<table>.{csv,md,tex,html}  each comparison table the design "
+                         "declares (its tables: and its cells' table and compare_with)")
     lines += [f"  {name}  {what}" for name, what in OTHER_FILES.items()]
     return "\n".join(lines)

@@ -14,7 +14,7 @@ import polars as pl
 from market_agents.analysis.estimands import fired
 from market_agents.analysis.figures import price_figure
 from market_agents.paper import estimates, figures, tables
-from market_agents.paper.catalog import artifact
+from market_agents.paper.catalog import Artifact, artifact, comparison_artifact
 from market_agents.paper.data import PaperData, Skip
 from market_agents.paper.files import Paper
 
@@ -57,13 +57,14 @@ def build(data: PaperData, texts: dict[str, str], inputs: list[str] | None = Non
                   f"{data.design} design", mock_note=data.mock_note, texts=dict(texts),
                   inputs=list(inputs or []))
 
-    def table(name: str, frame: pl.DataFrame | Skip) -> pl.DataFrame | Skip:
+    def table(name: str, frame: pl.DataFrame | Skip,
+              entry: Artifact | None = None) -> pl.DataFrame | Skip:
         if progress:
             progress(f"table {name}")
         if isinstance(frame, Skip):
             paper.skipped[f"tables/{name}"] = frame.reason
         else:
-            paper.tables[name] = (artifact("table", name), frame)
+            paper.tables[name] = (entry or artifact("table", name), frame)
         return frame
 
     def figure(name: str, make: Callable[[], Any], title: str | None = None) -> None:
@@ -79,11 +80,10 @@ def build(data: PaperData, texts: dict[str, str], inputs: list[str] | None = Non
     overview = table("design_overview", tables.design_overview(data))
     primary = table("primary_estimates", estimates.primary_estimates(data))
     dose = table("dose_response", estimates.dose_response(primary, data))
-    table("mechanisms", estimates.mechanisms(data))
+    for c in data.comparisons:  # the design's, in the order it declares them
+        table(c.name, estimates.comparison(data, c), comparison_artifact(c))
     table("mechanism_activity", tables.mechanism_activity(data))
-    table("diversity", estimates.diversity(data))
     table("model_mix", tables.model_mix(data))
-    table("fairness", estimates.fairness(data))
     table("spillover", estimates.spillover(data))
     table("library", tables.library(data))
     table("control_sd", tables.control_sd(data))

@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from market_agents.analysis import stats
+from market_agents.protocol.comparisons import Comparison
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class PaperData:
         ticks: representative run per cell -> (ticks, manifest).
         tiers: the protocol's tiers in order (``protocol.tiers.TIERS``), one row each in the
             protocol DAG figure.
+        comparisons: the comparison tables the design declares (``Design.comparisons``).
     """
 
     design: str
@@ -69,6 +71,7 @@ class PaperData:
     not_estimable: str | None = None
     ticks: dict[str, tuple[pl.DataFrame, dict[str, Any]]] = field(default_factory=dict)
     tiers: tuple[str, ...] = ()
+    comparisons: tuple[Comparison, ...] = ()
 
     @property
     def exclude_seeds(self) -> tuple[int, ...]:

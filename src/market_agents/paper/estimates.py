@@ -1,8 +1,9 @@
 """The paper's estimates as pure functions of :class:`~market_agents.paper.data.PaperData`:
 the pre-registered paired estimates (every cell against ``share_0``, and E5), the dose
-response over the share cells, the mechanism and diversity cells against ``share_25``, the
-equal-USD comparison and the two-asset spillover. Each returns a polars frame, or a
-:class:`~market_agents.paper.data.Skip` saying why the design does not support it. The
+response over the share cells, each comparison table the design declares (its cells against
+the cells they are compared with, or the equal-USD comparison:
+:mod:`market_agents.protocol.comparisons`) and the two-asset spillover. Each returns a polars
+frame, or a :class:`~market_agents.paper.data.Skip` saying why the design does not support it. The
 estimator is :mod:`market_agents.analysis.stats`; the contrasts are
 :mod:`market_agents.analysis.estimands`.
 """
@@ -19,12 +20,9 @@ from market_agents.analysis import stats
 from market_agents.analysis.estimands import CONTROL, tier_contrasts
 from market_agents.analysis.stats import Contrast, PairedSample, estimate
 from market_agents.paper.data import PaperData, Skip
+from market_agents.protocol.comparisons import Comparison
 
 PHI = (0.0, 0.01, 0.05, 0.10, 0.25, 0.50, 0.75, 1.0)  # §5.2 dose shape
-MECHANISM_CELLS = ("memory_25", "channel_25", "leverage_25", "breaker_25", "poslimit_25")
-MECHANISM_REFERENCE = "share_25"
-DIVERSITY_CELLS = ("diverse_25", "mix_25", "mini_25")
-FAIRNESS_CELLS = ("mini_25", "mini_25_equalusd")
 SPILLOVER_CELL = "k2_25"
 
 
@@ -46,19 +44,6 @@ def primary_estimates(data: PaperData) -> pl.DataFrame | Skip:
     return stats.estimates(data.outcomes, contrasts, exclude_seeds=data.exclude_seeds,
                            mde=data.mde, primary={c.family: data.primary_of(c.family)
                                                   for c in contrasts})
-
-
-def _against(data: PaperData, cells: tuple[str, ...], reference: str, family: str,
-             what: str) -> pl.DataFrame | Skip:
-    present = [c for c in cells if c in data.cells]
-    if not present:
-        return Skip(f"the design has none of the {what} cells ({', '.join(cells)})")
-    if reference not in data.cells:
-        return Skip(f"no {reference} cell to compare the {what} cells with")
-    contrasts = [Contrast(c, family, {c: 1}, {reference: 1}) for c in present]
-    # Holm over these cells x the primary outcomes of their tier; the rest are secondary.
-    return stats.estimates(data.outcomes, contrasts, exclude_seeds=data.exclude_seeds,
-                           primary={family: data.primary_of(data.tier(present[0]))})
 
 
 def dose_response(primary: pl.DataFrame | Skip, data: PaperData) -> pl.DataFrame | Skip:
@@ -101,38 +86,55 @@ def _finite_mean(s: pl.Series) -> float | None:
     return float(v.mean()) if len(v) else None
 
 
-def mechanisms(data: PaperData) -> pl.DataFrame | Skip:
-    """Each mechanism cell (memory, channel, leverage, breaker, position limit) against
-    ``share_25``, paired by seed.
+def comparison(data: PaperData, c: Comparison) -> pl.DataFrame | Skip:
+    """A comparison table the design declares (``tables:``, its cells' ``table`` and
+    ``compare_with``): :func:`paired`, or :func:`equal_usd` for an ``equal_usd`` table.
 
     Returns:
-        A polars frame, or a :class:`Skip` saying why the design does not support the table.
+        A polars frame, or a :class:`Skip` saying why the runs do not support the table.
     """
-    return _against(data, MECHANISM_CELLS, MECHANISM_REFERENCE, "mechanisms", "mechanism")
+    if not c.pairs:
+        return Skip(f"no cell of the design joins it (a cell joins with table: {c.name})")
+    return equal_usd(data, c) if c.kind == "equal_usd" else paired(data, c)
 
 
-def diversity(data: PaperData) -> pl.DataFrame | Skip:
-    """Each diversity cell (diverse prompts, model mix, mini) against ``share_25``, paired by
-    seed.
+def paired(data: PaperData, c: Comparison) -> pl.DataFrame | Skip:
+    """Each cell of the table against the cell it is compared with, paired by seed; one Holm
+    family (the table's name) over these contrasts x the primary outcomes of the first cell's
+    tier, every other outcome secondary. A cell that did not run, or whose reference did not,
+    has no row.
 
     Returns:
-        A polars frame, or a :class:`Skip` saying why the design does not support the table.
+        A polars frame, or a :class:`Skip` saying why the runs do not support the table.
     """
-    return _against(data, DIVERSITY_CELLS, MECHANISM_REFERENCE, "diversity", "diversity")
+    ran = [(cell, ref) for cell, ref in c.pairs if cell in data.cells]
+    if not ran:
+        return Skip(f"none of the {c.name} cells ran ({', '.join(c.cells)})")
+    kept = [(cell, ref) for cell, ref in ran if ref in data.cells]
+    if not kept:
+        refs = list(dict.fromkeys(ref for _, ref in ran))
+        return Skip(f"no {' or '.join(refs)} cell to compare the {c.name} cells with")
+    contrasts = [Contrast(cell, c.name, {cell: 1}, {ref: 1}) for cell, ref in kept]
+    # Holm over these cells x the primary outcomes of their tier; the rest are secondary.
+    return stats.estimates(data.outcomes, contrasts, exclude_seeds=data.exclude_seeds,
+                           primary={c.name: data.primary_of(data.tier(ran[0][0]))})
 
 
-def fairness(data: PaperData) -> pl.DataFrame | Skip:
-    """The equal-USD comparison (``mini_25`` against ``mini_25_equalusd``, T5): decisions per
-    agent, USD, budget halts and valid rate of each cell.
+def equal_usd(data: PaperData, c: Comparison) -> pl.DataFrame | Skip:
+    """The equal-USD comparison (T5: e.g. ``mini_25_equalusd`` against ``mini_25``):
+    decisions per agent, USD, budget halts and valid rate of each cell and the cell it is
+    compared with, then the paired estimate of each pair.
 
     Returns:
-        A polars frame, or a :class:`Skip` saying why the design does not support the table.
+        A polars frame, or a :class:`Skip` saying why the runs do not support the table.
     """
-    present = [c for c in FAIRNESS_CELLS if c in data.cells]
-    if len(present) < 2:
-        return Skip(f"needs both {' and '.join(FAIRNESS_CELLS)} "
-                    f"(has: {', '.join(present) or 'none'})")
-    o = data.outcomes.filter(pl.col("cell").is_in(present))
+    kept = [(cell, ref) for cell, ref in c.pairs if cell in data.cells and ref in data.cells]
+    if not kept:
+        need = "; ".join(f"{ref} and {cell}" for cell, ref in c.pairs)
+        has = [x for x in dict.fromkeys(x for p in c.pairs for x in p[::-1]) if x in data.cells]
+        return Skip(f"needs both {need} (has: {', '.join(has) or 'none'})")
+    present = {x for p in kept for x in p}
+    o = data.outcomes.filter(pl.col("cell").is_in(list(present)))
     if {"n_llm_decisions", "llm_budget_halts", "n_llm_agents"} <= set(o.columns):
         # Opportunities are equal by design; what the treatment changes is how many of them
         # got an answer before the per-run USD cap halted the rest.
@@ -148,15 +150,15 @@ def fairness(data: PaperData) -> pl.DataFrame | Skip:
     levels = o.group_by("cell", maintain_order=True).agg(
         pl.len().alias("runs"), *[pl.col(c).cast(pl.Float64).mean() for c in cols]).rename(
         {"llm_decisions_per_agent": "offered_per_agent"}, strict=False)
-    equal_usd, equal_dec = FAIRNESS_CELLS[1], FAIRNESS_CELLS[0]
-    est = stats.estimates(data.outcomes, [Contrast(equal_usd, "fairness", {equal_usd: 1},
-                                                   {equal_dec: 1})],
+    est = stats.estimates(data.outcomes, [Contrast(cell, c.name, {cell: 1}, {ref: 1})
+                                          for cell, ref in kept],
                           exclude_seeds=data.exclude_seeds,
-                          primary={"fairness": data.primary_of(data.tier(equal_usd))})
-    # One family, one control (the part's label names the contrast) and no MDE (the freeze
-    # sized contrasts against share_0): those columns say nothing here and would push the
-    # table off the page; the SE is the interval's.
-    est = est.drop("family", "control", "se", "mde")
+                          primary={c.name: data.primary_of(data.tier(kept[0][0]))})
+    # One family and no MDE (the freeze sized contrasts against share_0): those columns say
+    # nothing here and would push the table off the page; the SE is the interval's. With one
+    # reference the part's label names the contrast, so its control column goes too.
+    drop = ["family", "se", "mde"] + (["control"] if len({r for _, r in kept}) == 1 else [])
+    est = est.drop(*drop)
     return pl.concat([levels.with_columns(pl.lit("levels").alias("part")),
                       est.with_columns(pl.lit("equal USD - equal decisions").alias("part"))],
                      how="diagonal_relaxed").select("part", pl.all().exclude("part"))

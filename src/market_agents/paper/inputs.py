@@ -33,6 +33,7 @@ from market_agents.layout import (
     run_dir,
 )
 from market_agents.paper import cards
+from market_agents.paper.catalog import artifacts
 from market_agents.paper.contents import representative_seeds
 from market_agents.paper.data import PaperData
 from market_agents.protocol import freeze
@@ -234,6 +235,7 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
         raise ConfigError(f"DESIGN={target}: no {path} (designs: {', '.join(known)}; a "
                           f"rehearsal: {REHEARSAL_PREFIX}<design>)")
     design = load_checked(path)
+    artifacts(design.comparisons, str(path))  # no comparison takes a catalogue table's name
     gathered = outcomes_path(design.name, rehearsal, root)
     if not gathered.exists():
         make = f"{REHEARSAL_PREFIX}{name}" if rehearsal else name
@@ -267,7 +269,8 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
         runs=read["runs"], decisions=read["decisions"], sensitivity=read["sensitivity"],
         sigma=pl.read_parquet(sigma_path) if sigma_path.exists() else None,
         pilot=pilot, pilot_outcomes=pilot_outcomes, mde=mde, mde_source=mde_source,
-        primary=design.primary_by_tier, ticks=read["ticks"], tiers=TIERS)
+        primary=design.primary_by_tier, ticks=read["ticks"], tiers=TIERS,
+        comparisons=design.comparisons)
     if facts is not None:
         data.not_estimable = not_estimable_note(facts, data)
     inputs += [str(p) for p in (sigma_path, log) if p.exists()] + pilot_inputs

@@ -21,7 +21,7 @@ from market_agents import layout, provider_kinds
 from market_agents.bazaar.tiers import TIERS as BAZAAR_TIERS
 from market_agents.config import config_hash
 from market_agents.errors import ConfigError
-from market_agents.paper.catalog import ARTIFACTS
+from market_agents.paper.catalog import artifacts
 from market_agents.paper.files import Paper
 from market_agents.paper.inputs import mock_note, parse_target
 from market_agents.pipeline.workflow_config import WorkflowConfig, validate_workflow_config
@@ -442,10 +442,10 @@ class Workflow:
         ``figure/<name>``; price figures share one), as reStructuredText-safe plain text: the
         paper's own caption, with its mock-based mark."""
         name, rehearsal = parse_target(self.paper_target)
-        paper = Paper(design=name, heading="", mock_note=mock_note(self.designs.get(name),
-                                                                  rehearsal))
+        design = self.designs.get(name)
+        paper = Paper(design=name, heading="", mock_note=mock_note(design, rehearsal))
         return {f"{a.kind}/{a.name}": _rst_text(f"{paper.title(a)}. {paper.caption(a)}")
-                for a in ARTIFACTS}
+                for a in artifacts(design.comparisons, str(design.path))}
 
     # --- Bazaar ---------------------------------------------------------------------------
 

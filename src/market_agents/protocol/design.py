@@ -25,6 +25,7 @@ from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
 from market_agents.inputs import read_yaml
 from market_agents.layout import ROOT, rehearsal_library, run_dir
+from market_agents.protocol.comparisons import NAME, Comparison, TableSpec, declared
 from market_agents.protocol.tiers import label
 
 USD = Annotated[float, Field(ge=0)]
@@ -32,7 +33,9 @@ USD = Annotated[float, Field(ge=0)]
 
 class CellSpec(Strict):
     """A cell as written in a design file: name, tier, seeds (a list, a range string or the
-    first ``n_seeds`` of the design's seed pool), dotted overrides and treatment labels.
+    first ``n_seeds`` of the design's seed pool), dotted overrides and treatment labels, and the
+    paper's comparison table it joins (``table``, ``compare_with``: design metadata, never part
+    of its config).
     """
 
     name: str = Field(pattern=r"^[A-Za-z0-9_]+$")
@@ -47,6 +50,12 @@ class CellSpec(Strict):
         default=None, description="equal-USD fairness (§5.2 T5): llm.usd_cap is the measured "
         "mean spend per run of this pilot cell, read from freeze.json (before the freeze: the "
         "cell's planned spend per run in this design)")
+    table: str | None = Field(default=None, pattern=NAME, description="the paper's "
+                              "comparison table it is a row of (a name under the design's "
+                              "tables:)")
+    compare_with: str | None = Field(
+        default=None, description="the cell it is compared with in its table, paired by seed "
+        "(default share_0); its tier's Holm family pairs it with share_0 all the same")
     note: str | None = None
 
 
@@ -68,7 +77,8 @@ class BudgetSpec(Strict):
 
 class DesignSpec(Strict):
     """A design file as written (``config/designs/*.yaml``): base config, price table,
-    design-level overrides, treatment, cells, planning and budget. :func:`load_design` turns it
+    design-level overrides, treatment, cells, planning, budget and the paper's comparison
+    tables. :func:`load_design` turns it
     into a :class:`Design`.
     """
 
@@ -88,6 +98,10 @@ class DesignSpec(Strict):
     smallest_effect: dict[str, Annotated[float, Field(gt=0)]] = Field(
         default_factory=dict, description="outcome -> the smallest effect of interest (its "
         "units): a cell whose MDE exceeds it is named at the freeze")
+    tables: dict[str, TableSpec] = Field(
+        default_factory=dict, description="the paper's comparison tables, in the order it "
+        "shows them: name -> title, caption, kind; a cell joins one with table: <name> "
+        "(protocol/comparisons.py)")
     cells: list[CellSpec]
 
     @model_validator(mode="after")
@@ -152,6 +166,8 @@ class Cell:
     treatment: dict[str, Any]
     unavailable: str | None = None
     equal_usd_of: str | None = None
+    table: str | None = None  # the comparison table it is a row of
+    compare_with: str | None = None  # as given: None is share_0 in its table
 
 
 @dataclass
@@ -172,6 +188,7 @@ class Design:
     primary_outcomes: list[str] | dict[str, list[str]] | None = None
     smallest_effect: dict[str, float] = field(default_factory=dict)
     sources: tuple[Path, ...] = ()  # the files its configs are built from: design, base, prices
+    comparisons: tuple[Comparison, ...] = ()  # the paper's comparison tables it declares
     _configs: dict[tuple[str, bool, float | None], Config] = field(default_factory=dict,
                                                                    repr=False)
     # what later steps computed from the design, once per loaded design (the planning step's
@@ -326,8 +343,10 @@ def load_design(path: str | Path, results: Path | str = ROOT) -> Design:
     Raises:
         ConfigError: a malformed file, an unknown override key, a duplicated cell, an empty
             seed list, a tier without a budget, an equal-USD cell whose reference is not a
-            cell; the message names the file and key. Budgets, prices and caps are checked
-            by the planning step (``planning.load_checked``).
+            cell, a comparison table or ``compare_with`` that names nothing of the design
+            (``protocol.comparisons.declared``); the message names the file and key.
+            Budgets, prices and caps are checked by the planning step
+            (``planning.load_checked``).
 
     Protocol:
         Run protocol §3 (Phase 5a exploratory, sigma), §4 (pilot) and §5.1-§5.2 (the
@@ -369,7 +388,8 @@ def load_design(path: str | Path, results: Path | str = ROOT) -> Design:
             raise ConfigError(f"{where}: empty seed list (give seeds, n_seeds or design seeds)")
         treatment = {"cell": c.name, **spec.treatment, **c.treatment}
         design.cells[c.name] = Cell(c.name, c.tier, seeds, c.overrides, treatment, c.unavailable,
-                                    c.equal_usd_of)
+                                    c.equal_usd_of, c.table, c.compare_with)
+    design.comparisons = declared(spec.tables, design.cells.values(), design.primary, str(path))
     check_design(design)
     return design
 
