@@ -2,8 +2,9 @@
 below both the config and the LLM layer, so that loading a config (a classical one included)
 loads nothing of the LLM layer. ``market_agents.llm.config`` names the same classes.
 
-Protocol keys: provider_mix, models, prompt_set, memory, channel, usd_cap, decision_cap,
-frozen_library, max_failure_rate, prompt_version; ``replay`` is a serving switch (not hashed).
+Protocol keys: provider_mix, models, prompt_set (and a config's own prompt_sets), memory,
+channel, usd_cap, decision_cap, frozen_library, max_failure_rate, prompt_version; ``replay`` is
+a serving switch (not hashed).
 ``provider_mix`` keys are *routes*: a provider kind (``openai``, ``anthropic``,
 ``openai_compatible``, ``mock``) or an alias declared under ``providers`` with a ``kind``
 (``openai_mini: {kind: openai}``). ``models`` maps each route to one model id or a list of ids;
@@ -17,9 +18,12 @@ half mini) runs live:
 
 from __future__ import annotations
 
-from typing import Literal
+import functools
+from pathlib import Path
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+import yaml
+from pydantic import Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
 from market_agents import provider_kinds
 from market_agents.core import Strict
@@ -39,6 +43,32 @@ from market_agents.provider_kinds import MODES as MODES
 # own copy; tests/test_config.py checks the two agree).
 PROMPT_VERSION = "v1"
 PROMPT_REVISIONS = ("v1", "v2")
+
+# The package's persona sets are data: llm/prompt_sets.yaml, which llm/prompting.py reads (and the
+# freeze hashes beside it). A config names one (prompt_set) or adds its own (prompt_sets); their
+# names are read here, without loading the LLM layer.
+PROMPT_SETS_FILE = Path(__file__).parent / "llm" / "prompt_sets.yaml"
+# A set's and a persona's name go into the prompt id, market-<version>-<set>-<persona>.
+Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_]+$")]
+PromptSets = dict[Name, dict[Name, Annotated[str, StringConstraints(min_length=1)]]]
+
+
+@functools.cache
+def package_prompt_sets() -> tuple[str, ...]:
+    """The names of the package's persona sets (:data:`PROMPT_SETS_FILE`), in file order."""
+    return tuple(str(k) for k in yaml.safe_load(PROMPT_SETS_FILE.read_text(encoding="utf-8")))
+
+
+def check_prompt_sets(sets: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """A config's or a design's own persona sets: each has a persona, and none takes the name
+    of a package set (one name, one prompt). Raises ValueError naming the set."""
+    for name, personas in sets.items():
+        if name in package_prompt_sets():
+            raise ValueError(f"{name!r} is a set of llm/prompt_sets.yaml ("
+                             f"{', '.join(package_prompt_sets())}): give yours another name")
+        if not personas:
+            raise ValueError(f"{name!r} has no persona")
+    return sets
 
 
 class ProviderSettings(Strict):
@@ -105,7 +135,15 @@ class LLMConfig(Strict):
 
     provider_mix: dict[str, float] = Field(default_factory=lambda: {"mock": 1.0})
     models: dict[str, str | list[str]] = Field(default_factory=lambda: {"mock": "mock-trader"})
-    prompt_set: Literal["single", "diverse"] = "single"
+    # Left out of the dump (and so of the config hash) unless set: configs written before the
+    # key existed keep their hash.
+    prompt_sets: PromptSets = Field(
+        default_factory=dict, exclude_if=lambda v: not v, description="persona sets of this "
+        "config beside the package's (llm/prompt_sets.yaml): set -> persona -> the line that "
+        "ends its system prompt; a design's prompt_sets put here the set a cell names, so the "
+        "run's config carries its prompts")
+    prompt_set: str = Field(default="single", description="the persona set: one of "
+                            "llm/prompt_sets.yaml or of prompt_sets")
     prompt_version: str = Field(
         default=PROMPT_VERSION, description="prompt revision (llm/prompting.py REVISIONS); v2 "
         "is the protocol's revision after a failed pilot (§4)")
@@ -129,6 +167,19 @@ class LLMConfig(Strict):
         default=False, exclude=True, description="serve every answer from the response cache; "
         "a miss stops the run, no key is needed and no provider client is built. A serving "
         "switch, not part of the experiment: left out of config.yaml and the config hash")
+
+    @field_validator("prompt_sets")
+    @classmethod
+    def _own_sets(cls, v: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        return check_prompt_sets(v)
+
+    @field_validator("prompt_set")
+    @classmethod
+    def _known_set(cls, v: str, info: ValidationInfo) -> str:
+        known = [*package_prompt_sets(), *(info.data.get("prompt_sets") or {})]
+        if v not in known:
+            raise ValueError(f"unknown prompt set {v!r}; known: {', '.join(known)}")
+        return v
 
     @field_validator("prompt_version")
     @classmethod

@@ -110,3 +110,24 @@ def test_every_cache_entry_records_the_prompt_and_schema_hashes(tmp_path):
     assert entries and all(e["request"]["prompt_version"] == "v1" for e in entries)
     assert {e["request"]["prompt_sha256"] for e in entries} == {manifest["prompt_sha256"]}
     assert {e["request"]["schema_sha256"] for e in entries} == {manifest["schema_sha256"]}
+
+
+# The prompt identity of the package's persona sets on the baseline config, as main rendered
+# them before the sets became data (llm/prompt_sets.yaml): byte for byte the same prompts, so
+# the response caches recorded before still hit.
+BEFORE_DATA = {
+    ("single", "v1"): "9960794691bea3631b52d89b06a8f561383871a5a12497d5cead0d20b2b7e392",
+    ("single", "v2"): "eacd9ea9b8d6df8ae6e42ea7c9cdc113e0fb7e80e131005a4d73d5a3595f0b66",
+    ("diverse", "v1"): "3e94698e97bd72ae6c1315a883ce7bbe5b19b965d2a35d4964c9ad886aa16eaa",
+    ("diverse", "v2"): "a9a47fd361580b5eae8303f1ab77be722f90cc4aac227ae65c1bf098d0a5c27e"}
+
+
+@pytest.mark.parametrize(("prompt_set", "version"), list(BEFORE_DATA))
+def test_the_package_sets_prompts_are_byte_identical_to_before_they_were_data(prompt_set,
+                                                                              version):
+    base = load_config(ROOT / "config/baseline.yaml")
+    llm = base.population.llm.model_copy(update={"prompt_set": prompt_set,
+                                                 "prompt_version": version})
+    config = base.model_copy(update={"population": base.population.model_copy(
+        update={"llm": llm})})
+    assert prompt_identity(config)["prompt_sha256"] == BEFORE_DATA[(prompt_set, version)]

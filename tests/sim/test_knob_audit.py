@@ -86,6 +86,10 @@ PERTURBATIONS: dict[str, tuple[str, dict[str, Any]]] = {
         "population.llm.providers": {"mock_b": {"kind": "mock"}}}),
     "population.llm.models": ("llm", {"population.llm.models": {"mock": "gpt-5.4-mini"}}),
     "population.llm.prompt_set": ("llm", {"population.llm.prompt_set": "diverse"}),
+    "population.llm.prompt_sets": ("llm", {  # a config's own set, named by prompt_set
+        "population.llm.prompt_sets": {"herd": {"a": "You follow the crowd.",
+                                                "b": "You lead the crowd."}},
+        "population.llm.prompt_set": "herd"}),
     "population.llm.prompt_version": ("llm", {"population.llm.prompt_version": "v2"}),
     "population.llm.memory": ("llm", {"population.llm.memory": 3}),
     "population.llm.channel": ("llm", {"population.llm.channel": True}),

@@ -163,11 +163,12 @@ def prompt_identity(config) -> dict[str, str]:
     probe = {**_PROBE, "assets": [{**_PROBE["assets"][0], "asset": i}
                                   for i in range(rules["n_assets"])]}
     rendered = [[m.role, m.content]
-                for persona in prompting.personas(llm.prompt_set)
+                for persona in prompting.personas(llm.prompt_set, llm.prompt_sets)
                 for m in prompting.build_messages(
                     probe, rules, llm.prompt_set, persona,
                     _PROBE_MEMORY if llm.memory else None,
-                    _PROBE_CHANNEL if llm.channel else None, llm.prompt_version)]
+                    _PROBE_CHANNEL if llm.channel else None, llm.prompt_version,
+                    llm.prompt_sets)]
     answer = {"schema": schema.decision_schema(rules["n_assets"]),
               "price_band": list(schema.PRICE_BAND)}
     return {"prompt_sha256": hashlib.sha256(canonical_json(rendered).encode()).hexdigest(),
@@ -213,7 +214,7 @@ class LLMTraderPool:
                                        tick_size=self.tick_size)
         self.mock_seed = int(streams.generator(streams_mod.MOCK_LLM).integers(2**31))
         routes = llm.routes()
-        personas = prompting.personas(llm.prompt_set)
+        personas = prompting.personas(llm.prompt_set, llm.prompt_sets)
         self.assignment: dict[int, dict[str, str]] = {}
         for slot in self.slots:
             g = streams.generator(streams_mod.SLOTS, "llm_assign", slot)
@@ -268,7 +269,7 @@ class LLMTraderPool:
             self.activity["channel_read"] += len(channel)
         messages = prompting.build_messages(view_snapshot(view), self.rules, self.llm.prompt_set,
                                             a["persona"], memory, channel,
-                                            self.llm.prompt_version)
+                                            self.llm.prompt_version, self.llm.prompt_sets)
         settings = self.llm.settings(a["route"])
         band = schema.price_band([x.mid_price for x in view.assets])
         return LLMRequest(

@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="The freeze is the pre-registration: written once, before the first "
         "confirmatory call, it pins the code, the design and the analysis, and every "
         "confirmatory live call is checked against it. `create` records the git revision, "
-        "SHA-256 of llm/prompting.py, "
+        "SHA-256 of llm/prompting.py, its persona sets llm/prompt_sets.yaml, "
         "llm/schema.py and outcomes.py, the confirmatory design as a whole (cells, seeds, "
         "overrides, caps, tiers, budgets, model ids and prices), thresholds and the sensitivity "
         "grid, the pilot's sigma_d table, each tier's Holm family (its contrasts x the design's "

@@ -5,7 +5,8 @@ is the only bridge between the market and this package::
 
     types.py        plain data that crosses the layer: requests, usage, responses, results
     config.py       the population.llm block, by this layer's names (declared in config_llm.py)
-    prompting.py    market snapshot -> messages (FROZEN: hashed into the freeze)
+    prompting.py    market snapshot -> messages (FROZEN: hashed into the freeze, with
+                    prompt_sets.yaml, the persona sets it reads)
     schema.py       what an LLM trader may answer (FROZEN)
     structured.py   how each provider is asked for a JSON answer, which keywords it is sent
     client.py       one client in front of every provider: cache, budget, claim, provider,

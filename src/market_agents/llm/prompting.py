@@ -1,4 +1,5 @@
-"""Market snapshot → messages. Frozen: hashed into the freeze file.
+"""Market snapshot → messages. Frozen: hashed into the freeze file, with the persona sets it
+reads (``prompt_sets.yaml``).
 
 Pure functions of plain dicts (the bridge turns a ``MarketView`` into the raw snapshot first),
 so the prompt depends only on what every trader may see: V^pub, recent prices, top of book,
@@ -9,7 +10,11 @@ market states give byte-equal prompts (and cache keys).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from market_agents.llm.schema import MAX_QTY, MAX_TEXT
 from market_agents.llm.types import Message
@@ -50,24 +55,28 @@ _V2_LIMITS = (
 # The revisions a config may name (population.llm.prompt_version).
 REVISIONS: dict[str, str] = {"v1": _BASE, "v2": _BASE + _V2_LIMITS}
 
+# The persona sets (population.llm.prompt_set names one): data, read from prompt_sets.yaml beside
+# this file (frozen with it); a config may add its own (population.llm.prompt_sets).
+PROMPT_SETS_FILE = Path(__file__).with_name("prompt_sets.yaml")
 PERSONAS: dict[str, dict[str, str]] = {
-    "single": {"default": "Trade on your own judgement."},
-    "diverse": {
-        "value": "You are a value investor: you trade when the price is far from the public "
-        "value and wait otherwise.",
-        "momentum": "You are a momentum trader: you follow recent price trends.",
-        "contrarian": "You are a contrarian: you lean against recent price moves.",
-        "cautious": "You are a cautious trader: you protect your capital and trade small.",
-        "liquidity": "You are a patient liquidity provider: you prefer limit orders near the "
-        "best quotes.",
-    },
-}
+    str(name): {str(p): str(text) for p, text in personas.items()}
+    for name, personas in yaml.safe_load(PROMPT_SETS_FILE.read_text(encoding="utf-8")).items()}
+
+Sets = Mapping[str, Mapping[str, str]]
 
 
-def personas(prompt_set: str) -> list[str]:
-    if prompt_set not in PERSONAS:
-        raise ValueError(f"unknown prompt_set {prompt_set!r}; known: {sorted(PERSONAS)}")
-    return list(PERSONAS[prompt_set])
+def persona_sets(own: Sets | None = None) -> dict[str, Mapping[str, str]]:
+    """The package's persona sets (:data:`PERSONAS`) and a config's own (``own``:
+    ``population.llm.prompt_sets``), by name."""
+    return {**PERSONAS, **(own or {})}
+
+
+def personas(prompt_set: str, own: Sets | None = None) -> list[str]:
+    """The personas of ``prompt_set`` (a set of :data:`PERSONAS` or of ``own``), in order."""
+    sets = persona_sets(own)
+    if prompt_set not in sets:
+        raise ValueError(f"unknown prompt_set {prompt_set!r}; known: {sorted(sets)}")
+    return list(sets[prompt_set])
 
 
 def prompt_id(prompt_set: str, persona: str, version: str = PROMPT_VERSION) -> str:
@@ -148,14 +157,17 @@ def build_messages(
     memory: list[dict[str, Any]] | None = None,
     channel: list[dict[str, Any]] | None = None,
     version: str = PROMPT_VERSION,
+    own: Sets | None = None,
 ) -> tuple[Message, ...]:
     """(system, user) messages for one decision. ``rules``: see :func:`system_text`; ``memory``
     (None: off) holds the last k decisions with fills; ``channel`` (None: off) the cohort's last
-    messages; ``version`` one of :data:`REVISIONS`. The system prompt depends only on the prompt
-    id and the run's rules, so providers can cache it."""
-    if persona not in PERSONAS.get(prompt_set, {}):
+    messages; ``version`` one of :data:`REVISIONS`; ``own`` the config's own persona sets. The
+    system prompt depends only on the prompt id and the run's rules, so providers can cache
+    it."""
+    sets = persona_sets(own)
+    if persona not in sets.get(prompt_set, {}):
         raise ValueError(f"unknown persona {persona!r} for prompt_set {prompt_set!r}")
-    system = f"{system_text(rules, version)}\n\n{PERSONAS[prompt_set][persona]}"
+    system = f"{system_text(rules, version)}\n\n{sets[prompt_set][persona]}"
     snap = json.dumps(canonical_snapshot(snapshot), separators=(",", ":"))
     parts = [f"{SNAPSHOT_MARKER}\n{snap}"]
     if memory is not None:

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
 from market_agents.analysis.stats import DEFAULT_PRIMARY, PRIMARY_OUTCOMES
 from market_agents.config import MAX_SEED, MAX_SEEDS, Config, apply_overrides, validate
+from market_agents.config_llm import PromptSets, check_prompt_sets
 from market_agents.core import Strict, validation_message
 from market_agents.errors import ConfigError
 from market_agents.inputs import read_yaml
@@ -98,6 +99,11 @@ class DesignSpec(Strict):
     smallest_effect: dict[str, Annotated[float, Field(gt=0)]] = Field(
         default_factory=dict, description="outcome -> the smallest effect of interest (its "
         "units): a cell whose MDE exceeds it is named at the freeze")
+    prompt_sets: str | dict[str, Any] | None = Field(
+        default=None, description="persona sets of the design's own: a YAML file beside the "
+        "design (set -> persona -> text, as llm/prompt_sets.yaml) or the sets inline; a cell "
+        "whose prompt_set names one carries that set in its config "
+        "(population.llm.prompt_sets)")
     tables: dict[str, TableSpec] = Field(
         default_factory=dict, description="the paper's comparison tables, in the order it "
         "shows them: name -> title, caption, kind; a cell joins one with table: <name> "
@@ -189,6 +195,7 @@ class Design:
     smallest_effect: dict[str, float] = field(default_factory=dict)
     sources: tuple[Path, ...] = ()  # the files its configs are built from: design, base, prices
     comparisons: tuple[Comparison, ...] = ()  # the paper's comparison tables it declares
+    prompt_sets: dict[str, dict[str, str]] = field(default_factory=dict)  # its own persona sets
     _configs: dict[tuple[str, bool, float | None], Config] = field(default_factory=dict,
                                                                    repr=False)
     # what later steps computed from the design, once per loaded design (the planning step's
@@ -266,6 +273,14 @@ class Design:
         where = self.where(c.name)
         data = apply_overrides(self.base, self.overrides, str(self.path))
         data = apply_overrides(data, c.overrides, where)
+        chosen = data.get("population", {}).get("llm", {}).get("prompt_set")
+        if chosen in self.prompt_sets:  # the run's config carries the prompts it is given
+            own = data["population"]["llm"].get("prompt_sets") or {}
+            if own.get(chosen, self.prompt_sets[chosen]) != self.prompt_sets[chosen]:
+                raise ConfigError(f"{where}: prompt set {chosen!r} is both the design's "
+                                  "(prompt_sets) and the cell's (population.llm.prompt_sets)")
+            data = apply_overrides(data, {"population.llm.prompt_sets": {
+                **own, chosen: self.prompt_sets[chosen]}}, where)
         if c.equal_usd_of:
             ref = c.equal_usd_of
             if ref not in self.cells or self.cells[ref].equal_usd_of:
@@ -359,13 +374,15 @@ def load_design(path: str | Path, results: Path | str = ROOT) -> Design:
     except ValidationError as exc:
         raise ConfigError(f"{path}: {validation_message(exc, raw, DesignSpec)}") from None
     base_path = (path.parent / spec.base).resolve()
+    sets, sets_from = own_prompt_sets(spec.prompt_sets, path)
     design = Design(
         name=spec.name or path.stem, path=path, cells={},
         base=read_yaml(base_path), overrides=spec.overrides, planning=spec.planning,
         budget=spec.budget, prices_path=(path.parent / spec.prices).resolve(),
         results=Path(results), primary_outcomes=spec.primary_outcomes,
         smallest_effect=dict(spec.smallest_effect),
-        sources=(path, base_path, (path.parent / spec.prices).resolve()),
+        sources=(path, base_path, (path.parent / spec.prices).resolve(), *sets_from),
+        prompt_sets=sets,
     )
     default_seeds = parse_seeds(spec.seeds, f"{path}: seeds") if spec.seeds else None
     pool = parse_seeds(spec.seed_pool, f"{path}: seed_pool") if spec.seed_pool else None
@@ -392,6 +409,32 @@ def load_design(path: str | Path, results: Path | str = ROOT) -> Design:
     design.comparisons = declared(spec.tables, design.cells.values(), design.primary, str(path))
     check_design(design)
     return design
+
+
+def own_prompt_sets(declared: str | dict[str, Any] | None,
+                    path: Path) -> tuple[dict[str, dict[str, str]], tuple[Path, ...]]:
+    """A design's own persona sets (its ``prompt_sets``: a file beside it, or inline), checked
+    as a config's are (``config_llm.PromptSets``), and the file they were read from (if any).
+
+    Raises:
+        ConfigError: no such file, or a malformed set, naming the design and the key.
+    """
+    if declared is None:
+        return {}, ()
+    where, files = f"{path}: prompt_sets", ()
+    try:
+        if isinstance(declared, str):
+            files = ((path.parent / declared).resolve(),)
+            where += f" ({files[0]})"
+            declared = read_yaml(files[0], "the design's prompt_sets file")
+        sets = check_prompt_sets(TypeAdapter(PromptSets).validate_python(declared))
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: {validation_message(exc)}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    return sets, files
 
 
 def check_design(design: Design) -> None:

@@ -31,7 +31,10 @@ from market_agents.layout import deviations_log, freeze_path, pilot_path
 from market_agents.protocol import estimability
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-FROZEN_FILES = ("llm/prompting.py", "llm/schema.py", "analysis/outcomes.py")
+# The prompt (its code and the persona sets it reads), the answer schema and the outcome
+# definitions (protocol §5.1).
+FROZEN_FILES = ("llm/prompting.py", "llm/prompt_sets.yaml", "llm/schema.py",
+                "analysis/outcomes.py")
 # Protocol §5.1 sensitivity grid, as the frozen outcomes module defines it.
 SENSITIVITY_GRID = {"bubble_gap": list(SENSITIVITY_BUBBLE_GAPS),
                     "crash_drop": list(SENSITIVITY_CRASH_DROPS)}
@@ -43,7 +46,8 @@ class FreezeError(MarketAgentsError):
 
 def frozen_hashes(package_root: Path = PACKAGE_ROOT) -> dict[str, str]:
     """The SHA-256 of every frozen file (``FROZEN_FILES``, paths under the package root):
-    the prompt, the answer schema and the outcome definitions (Run protocol §5.1).
+    the prompt and its persona sets, the answer schema and the outcome definitions (Run
+    protocol §5.1).
     """
     return {name: sha256_file(package_root / name) for name in FROZEN_FILES}
 
