@@ -205,3 +205,36 @@ def test_help_lists_every_file(capsys):
     for a in ARTIFACTS:
         assert a.title in out
     assert "model_cards.md" in out and "index.html" in out and "rehearse_<design>" in out
+
+
+def test_the_paper_states_the_code_fingerprint_of_its_runs(project, tmp_path):
+    """Issue 34: a result names the code that made it. The index page, every table's caption
+    (CSV, Markdown, LaTeX, HTML) and paper.json state the fingerprint the runs' manifests
+    record; runs of two engines make no paper."""
+    import json
+
+    from market_agents.errors import ConfigError
+    from market_agents.sim.fingerprint import fingerprint, short
+
+    summary, out = paper(project, "exploratory", "paper_code")
+    code = fingerprint()  # the fixture's runs were made by this code
+    run = project / "results/runs/exploratory/share_25/seed0001"
+    assert json.loads((run / MANIFEST_FILE).read_text())["code_fingerprint"] == code
+    assert summary["code_fingerprint"] == code
+    assert (f"Built from runs made by code fingerprint <code>{short(code)}</code>"
+            in (out / "index.html").read_text())
+    stated = f"Runs made by code {short(code)}."
+    for t in summary["tables"]:
+        assert (out / "tables" / f"{t}.csv").read_text().splitlines()[1].endswith(stated), t
+        for ext in ("md", "tex", "html"):
+            assert stated in (out / "tables" / f"{t}.{ext}").read_text(), (t, ext)
+    other = tmp_path / "project"
+    shutil.copytree(project / "config", other / "config")
+    shutil.copytree(project / "results", other / "results")
+    manifest = other / "results/runs/exploratory/share_0/seed0002" / MANIFEST_FILE
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()),
+                                    "code_fingerprint": "0" * 64}))
+    with pytest.raises(ConfigError, match=r"made by 2 versions of the engine: .*"
+                                          rf"{short(code)}.*0000000000000000 \(.*seed0002\)"):
+        make_paper("exploratory", other / "paper", other / "config/test/designs", ROLES,
+                   other / "results", progress=False)

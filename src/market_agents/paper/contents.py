@@ -55,7 +55,7 @@ def build(data: PaperData, texts: dict[str, str], inputs: list[str] | None = Non
     kind = "rehearsal of " if data.rehearsal else ""
     paper = Paper(design=data.design, heading=f"market_agents: the paper of the {kind}"
                   f"{data.design} design", mock_note=data.mock_note, texts=dict(texts),
-                  inputs=list(inputs or []))
+                  inputs=list(inputs or []), code=data.code_fingerprint)
 
     def table(name: str, frame: pl.DataFrame | Skip,
               entry: Artifact | None = None) -> pl.DataFrame | Skip:

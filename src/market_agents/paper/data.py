@@ -48,6 +48,8 @@ class PaperData:
         tiers: the protocol's tiers in order (``protocol.tiers.TIERS``), one row each in the
             protocol DAG figure.
         comparisons: the comparison tables the design declares (``Design.comparisons``).
+        code_fingerprint: the code fingerprint of the runs read (their manifests'
+            ``code_fingerprint``, one for all; None: made before fingerprints).
     """
 
     design: str
@@ -72,6 +74,7 @@ class PaperData:
     ticks: dict[str, tuple[pl.DataFrame, dict[str, Any]]] = field(default_factory=dict)
     tiers: tuple[str, ...] = ()
     comparisons: tuple[Comparison, ...] = ()
+    code_fingerprint: str | None = None
 
     @property
     def exclude_seeds(self) -> tuple[int, ...]:

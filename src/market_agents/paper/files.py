@@ -19,6 +19,7 @@ from markdown_it import MarkdownIt
 from market_agents.analysis.figures import _pyplot
 from market_agents.atomic import write_json_atomic, write_text_atomic
 from market_agents.paper.catalog import Artifact
+from market_agents.sim.fingerprint import short
 
 DPI = 110
 
@@ -37,6 +38,9 @@ class Paper:
     skipped: dict[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     inputs: list[str] = field(default_factory=list)
+    # the code fingerprint of the runs it was built from (sim/fingerprint.py), in full; None:
+    # made before fingerprints; "" when not known (the report's captions, written before runs)
+    code: str | None = ""
 
     def title(self, a: Artifact, title: str | None = None) -> str:
         """The artifact's title, marked with the mock note in a rehearsal."""
@@ -49,7 +53,15 @@ class Paper:
         """
         mark = (f"{self.mock_note.upper()}: every LLM answer behind this comes from the mock "
                 "provider; it shows the pipeline, not evidence. ") if self.mock_note else ""
-        return f"{mark}{a.caption} Design: {self.design}."
+        return f"{mark}{a.caption} Design: {self.design}.{self.provenance}"
+
+    @property
+    def provenance(self) -> str:
+        """`` Runs made by code <short fingerprint>.``: the code that made the runs the paper
+        was built from (empty when not known)."""
+        if self.code == "":
+            return ""
+        return f" Runs made by code {short(self.code) if self.code else 'before fingerprints'}."
 
 
 def cell_text(value: Any) -> str:
@@ -186,6 +198,12 @@ def index_page(paper: Paper) -> str:
     """The paper on one page: every table inline, every figure as an image, the model cards,
     the deviations, and what was skipped."""
     parts = [f"<h1>{html.escape(paper.heading)}</h1>"]
+    if paper.code != "":
+        stated = (f"code fingerprint <code>{short(paper.code)}</code>" if paper.code
+                  else "code made before fingerprints")
+        parts.append(f"<p class=\"caption\" id=\"code\">Built from runs made by {stated} (the "
+                     "SHA-256 of the engine's source that decides a run's tables, recorded in "
+                     "every run's manifest.json; in full in paper.json).</p>")
     if paper.mock_note:
         parts.append(f"<p class=\"mock\">{html.escape(paper.mock_note.upper())}: every LLM answer "
                      "behind these tables and figures comes from the mock provider. They show "
@@ -292,7 +310,7 @@ def write_paper(paper: Paper, out: Path, progress: Any = None) -> list[Path]:
         write_text_atomic(out / name, text)
         written.append(out / name)
     write_text_atomic(out / "index.html", index_page(paper))
-    summary = {"design": paper.design, "mock": paper.mock_note,
+    summary = {"design": paper.design, "mock": paper.mock_note, "code_fingerprint": paper.code,
                "tables": list(paper.tables), "figures": list(paper.figures),
                "skipped": paper.skipped, "notes": paper.notes, "inputs": paper.inputs}
     write_json_atomic(out / "paper.json", summary)

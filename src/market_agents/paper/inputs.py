@@ -44,6 +44,7 @@ from market_agents.protocol.pilot import summarize
 from market_agents.protocol.planning import load_checked, plan_design, run_config
 from market_agents.protocol.steps import sensitivity_grid
 from market_agents.protocol.tiers import TIERS, label
+from market_agents.sim.fingerprint import short
 from market_agents.sim.rundir import MANIFEST_FILE, read_json, table_file
 
 REHEARSAL_PREFIX = "rehearse_"
@@ -103,6 +104,7 @@ def read_runs(design: Design, outcomes: pl.DataFrame, rehearsal: bool, root: Pat
     grid = sensitivity_grid()
     runs, decisions, uses, episodes = [], [], [], []
     priced: dict[str, dict] = {}  # model -> the price row a run's manifest records
+    codes: dict[str | None, str] = {}  # code fingerprint -> a run it made
     rep = representative_seeds(outcomes)
     ticks: dict[str, tuple[pl.DataFrame, dict]] = {}
     for cell, seed in outcomes.select("cell", "seed").iter_rows():
@@ -110,6 +112,7 @@ def read_runs(design: Design, outcomes: pl.DataFrame, rehearsal: bool, root: Pat
         if progress:
             progress(f"{cell}/seed{seed:04d}")
         manifest = read_json(path / MANIFEST_FILE)
+        codes.setdefault(manifest.get("code_fingerprint"), str(path))
         for model, row in (manifest.get("price_assumptions") or {}).items():
             if isinstance(row, dict) and "input" in row:
                 priced.setdefault(model, row)
@@ -156,7 +159,25 @@ def read_runs(design: Design, outcomes: pl.DataFrame, rehearsal: bool, root: Pat
         "sensitivity": pl.DataFrame(episodes, infer_schema_length=None),
         "ticks": ticks,
         "priced": priced,
+        "code": one_code(design, codes),
     }
+
+
+def one_code(design: Design, codes: dict[str | None, str]) -> str | None:
+    """The code fingerprint of every run the paper reads (``manifest.json``'s
+    ``code_fingerprint``; None: made before fingerprints): one, as ``protocol.steps.gather``
+    keeps one outcomes.parquet to one engine.
+
+    Raises:
+        ConfigError: the runs were made by more than one version of the engine.
+    """
+    if len(codes) > 1:
+        made = ", ".join(f"{short(c) if c else 'made before fingerprints'} ({p})"
+                         for c, p in codes.items())
+        raise ConfigError(f"{design.path}: the runs the paper reads were made by {len(codes)} "
+                          f"versions of the engine: {made}; a paper states one: make the stale "
+                          "runs again and gather (`ma status` names them)")
+    return next(iter(codes), None)
 
 
 def plan_frame(design: Design) -> pl.DataFrame:
@@ -270,7 +291,7 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
         sigma=pl.read_parquet(sigma_path) if sigma_path.exists() else None,
         pilot=pilot, pilot_outcomes=pilot_outcomes, mde=mde, mde_source=mde_source,
         primary=design.primary_by_tier, ticks=read["ticks"], tiers=TIERS,
-        comparisons=design.comparisons)
+        comparisons=design.comparisons, code_fingerprint=read["code"])
     if facts is not None:
         data.not_estimable = not_estimable_note(facts, data)
     inputs += [str(p) for p in (sigma_path, log) if p.exists()] + pilot_inputs
