@@ -13,12 +13,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from market_agents.config_llm import LLMConfig
 from market_agents.core import Strict, canonical_json, validation_message
 from market_agents.errors import ConfigError
 from market_agents.inputs import parse_yaml, read_yaml
+from market_agents.plugins import MECHANISMS
 
 MAX_SEED = 2**32 - 1
 MAX_SEEDS = 10_000  # seeds in one list (a design's cell, `ma validate`); the protocol uses 30
@@ -98,7 +107,10 @@ class FundamentalsConfig(Strict):
 
 class ExchangeConfig(Strict):
     """``exchange``: the matching mechanism (continuous book or call auction), tick size,
-    order lifetime, circuit breaker, position limits and leverage rules.
+    order lifetime, circuit breaker, position limits and leverage rules, and the switch of
+    every mechanism that brings its own (``exchange.<key>: value``, e.g.
+    ``exchange.transaction_tax: 0.001``; :mod:`market_agents.market.mechanism`), validated by
+    that mechanism's ``settings`` and dumped (so hashed) only when set.
     """
 
     mechanism: Literal["book", "call_auction"] = "book"
@@ -115,6 +127,40 @@ class ExchangeConfig(Strict):
                                 "traders (positions are integers: a larger multiple of equity "
                                 "would overflow them)")
     maintenance_margin: float = Field(default=0.22, gt=0, lt=1)
+    _switches: dict[str, Any] = PrivateAttr(default_factory=dict)
+    # the switches of the registered mechanisms in the JSON schema (`ma schema`) as well
+    model_config = ConfigDict(json_schema_extra=lambda schema: schema["properties"].update(
+        {m.key: TypeAdapter(m.settings | None).json_schema() for m in MECHANISMS if m.key}))
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _mechanism_switches(cls, data: Any, handler: Any) -> ExchangeConfig:
+        """Take the registered mechanisms' switches out before the fields are validated (an
+        unknown key is still refused, with the nearest known one), each validated by its
+        mechanism's ``settings``; null leaves a mechanism off."""
+        switches: dict[str, Any] = {}
+        if isinstance(data, dict):
+            owners = {m.key: m for m in MECHANISMS if m.key}
+            data = dict(data)
+            for key in [k for k in data if k in owners]:
+                value = data.pop(key)
+                if value is None:
+                    continue
+                try:
+                    switches[key] = TypeAdapter(owners[key].settings).validate_python(value)
+                except ValidationError as exc:
+                    raise ValueError(f"{key}: {exc.errors()[0]['msg']} (got {value!r})") from None
+        model = handler(data)
+        model._switches = switches
+        return model
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        return {**handler(self), **self._switches}
+
+    def switch(self, key: str) -> Any:
+        """The value of mechanism switch ``key`` (None: not set)."""
+        return self._switches.get(key)
 
 
 class MixConfig(Strict):

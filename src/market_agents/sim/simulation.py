@@ -28,11 +28,11 @@ from market_agents.agents.classical import (
     activity_path,
 )
 from market_agents.config import Config
-from market_agents.market.exchange import Exchange
+from market_agents.market.exchange import Exchange, refusal_reasons
 from market_agents.market.fundamentals import draw_path
-from market_agents.market.rules import CircuitBreaker, MarginCall
 from market_agents.market.types import AssetView, MarketView
-from market_agents.sim.rundir import SCHEMAS, classical_llm_fields
+from market_agents.plugins import MECHANISMS
+from market_agents.sim.rundir import LLM_ACTIVITY, SCHEMAS, classical_llm_fields
 
 MIX_ORDER = ("fundamentalist", "trend", "noise", "leveraged", "statarb")
 
@@ -191,10 +191,7 @@ class Run:
                               self.streams.generator(streams_mod.FUNDAMENTALS))
         n_assets = config.fundamentals.n_assets
         self.ex = Exchange(config.exchange, n_assets, list(self.path.public[:, 0]))
-        if config.exchange.halt_threshold is not None:
-            self.ex.hooks.append(CircuitBreaker(config.exchange, n_assets))
-        self.margin = MarginCall(config.exchange)
-        self.ex.hooks.append(self.margin)
+        self.ex.install(m(config, self.ex) for m in MECHANISMS if m.installed(config))
         self.population = assign_population(config, self.streams)
         self.traders = build_traders(config, self.streams, self.population, self.ex)
         self.llm_slots = frozenset(self.population.llm_slots)
@@ -220,6 +217,7 @@ class Run:
         self.progress = sys.stderr.isatty() if progress is None else progress
         self.tick_size = config.exchange.tick_size
         self.position_limit = config.exchange.position_limit
+        self.fee_rate = self.ex.fee_rate
 
     def snapshot(self, halted: bool) -> list[tuple]:
         """The public part of every asset's view, computed once per decision phase."""
@@ -261,7 +259,7 @@ class Run:
             assets = tuple([AssetView(*p, shares[i]) for i, p in enumerate(public)])
             equity = ex.equity(acct)
         return MarketView(ex.tick, slot, assets, acct.cash * tick, equity * tick,
-                          self.position_limit, acct.leverage, open_orders)
+                          self.position_limit, acct.leverage, open_orders, self.fee_rate)
 
     def execute(self) -> dict[str, Any]:
         """Run the tick loop to the end and build the run's tables (see :func:`simulate`)."""
@@ -350,19 +348,31 @@ class Run:
         tables["llm_decisions"] = pl.DataFrame(
             {k: [r.get(k) for r in llm_rows] for k in SCHEMAS["llm_decisions"]},
             schema=SCHEMAS["llm_decisions"])
+        on = [m for m in ex.mechanisms if m.switched_on()]
         summary = {
             "final_conservation_ok": ex.conservation_ok(),
             "halts": ex.halts,
             "n_rejects": sum(1 for row in ex.order_rows if row[8] == "rejected"),
-            "margin_calls": len(self.margin.events),
-            "margin_call_events": [list(e) for e in self.margin.events],
-            "forced_sale_volume": ex.forced_volume,
             "n_llm_agents": len(self.population.llm_slots),
+            "mechanism_events": {m.name: m.events() for m in on if m.events()},
         }
+        # Mechanism activity as data (outcomes, `ma summary` and the paper read it here), in
+        # lists because their order is the outcome columns' (a manifest's keys are sorted):
+        # the reasons an order may be refused, each installed mechanism's counts and the LLM
+        # traders', and the mechanisms switched on and those among them that never acted.
+        activity = {k: v for m in ex.mechanisms for k, v in m.activity().items()}
+        acted = {m.name: m.acted() for m in on}
         if self.pool:
-            summary.update(self.pool.manifest(), **self.pool.activity)
+            summary.update(self.pool.manifest())
+            activity.update(self.pool.activity)
+            acted.update(self.pool.mechanisms())
         else:
             summary.update(classical_llm_fields())
+            activity.update(dict.fromkeys(LLM_ACTIVITY))
+        summary.update({"reject_reasons": list(refusal_reasons(MECHANISMS)),
+                        "activity": [[k, v] for k, v in activity.items()],
+                        "mechanisms": list(acted),
+                        "mechanisms_idle": [m for m, did in acted.items() if not did]})
         tables["summary"] = summary
         return tables
 
