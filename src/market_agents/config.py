@@ -138,18 +138,19 @@ class ExchangeConfig(Strict):
         """Take the registered mechanisms' switches out before the fields are validated (an
         unknown key is still refused, with the nearest known one), each validated by its
         mechanism's ``settings``; null leaves a mechanism off."""
+        if not isinstance(data, dict):  # a model already validated keeps its switches
+            return handler(data)
         switches: dict[str, Any] = {}
-        if isinstance(data, dict):
-            owners = {m.key: m for m in MECHANISMS if m.key}
-            data = dict(data)
-            for key in [k for k in data if k in owners]:
-                value = data.pop(key)
-                if value is None:
-                    continue
-                try:
-                    switches[key] = TypeAdapter(owners[key].settings).validate_python(value)
-                except ValidationError as exc:
-                    raise ValueError(f"{key}: {exc.errors()[0]['msg']} (got {value!r})") from None
+        owners = {m.key: m for m in MECHANISMS if m.key}
+        data = dict(data)
+        for key in [k for k in data if k in owners]:
+            value = data.pop(key)
+            if value is None:
+                continue
+            try:
+                switches[key] = TypeAdapter(owners[key].settings).validate_python(value)
+            except ValidationError as exc:
+                raise ValueError(f"{key}: {exc.errors()[0]['msg']} (got {value!r})") from None
         model = handler(data)
         model._switches = switches
         return model

@@ -7,7 +7,6 @@ import json
 import numpy as np
 import polars as pl
 import pytest
-import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 

@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 
 from market_agents.config import Config, ExchangeConfig
 from market_agents.market.exchange import GRID_TOLERANCE, Exchange, limit_ticks
-from market_agents.plugins import MECHANISMS
 from market_agents.market.types import BUY, SELL, Cancel, Order
+from market_agents.plugins import MECHANISMS
 
 
 def make(n=4, **cfg) -> Exchange:

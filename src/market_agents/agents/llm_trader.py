@@ -26,6 +26,7 @@ from market_agents.llm.library import DecisionLibrary, snapshot_features
 from market_agents.llm.pricing import load_prices
 from market_agents.llm.types import LLMRequest, LLMResult
 from market_agents.market.exchange import order_problem
+from market_agents.market.mechanism import trading_fee
 from market_agents.market.types import BUY, SELL, Cancel, MarketView, Order
 from market_agents.sim.rundir import LLM_ACTIVITY
 
@@ -132,12 +133,15 @@ def split_models(slots: list[int], models: list[str], streams: streams_mod.Strea
 
 def prompt_rules(config) -> dict[str, Any]:
     """The run's rules as the system prompt states them (``prompting.system_text``): session
-    length and decision interval (ticks), tick size (currency units), order lifetime (ticks) and
-    the number of assets."""
-    return {"ticks": config.simulation.ticks,
-            "decision_interval": config.simulation.decision_interval,
-            "tick_size": config.exchange.tick_size, "order_ttl": config.exchange.order_ttl,
-            "n_assets": config.fundamentals.n_assets}
+    length and decision interval (ticks), tick size (currency units), order lifetime (ticks),
+    the number of assets and, only when there is one (so that the prompts of a market without
+    fees are unchanged), the fee each side pays as a fraction of a trade's value."""
+    rules = {"ticks": config.simulation.ticks,
+             "decision_interval": config.simulation.decision_interval,
+             "tick_size": config.exchange.tick_size, "order_ttl": config.exchange.order_ttl,
+             "n_assets": config.fundamentals.n_assets}
+    fee = trading_fee(config)
+    return {**rules, "fee_rate": fee} if fee else rules
 
 
 # A fixed market state the prompt is rendered on for its identity: every part of the messages

@@ -163,7 +163,6 @@ class Exchange:
         self._admit: list = []  # the installed mechanisms' hooks, by event
         self._on_fill: list = []
         self._end_tick: list = []
-        self.fee_rate = 0.0  # fraction of a trade's value each side pays (MarketView.fee_rate)
         self.pot = 0  # cash the mechanisms charged (ticks): counted in the conserved total
         self.tick_volume = [0] * n_assets
         self.tick_trades = [0] * n_assets
@@ -217,7 +216,6 @@ class Exchange:
                                 (self._end_tick, m.end_tick)):
                 if hook is not None:
                     hooks.append(hook)
-            self.fee_rate += m.fee_rate()
 
     def charge(self, acct: Account, ticks: int) -> None:
         """Move ``ticks`` of cash from ``acct`` to the exchange's pot (a mechanism's fee)."""

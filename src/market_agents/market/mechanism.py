@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from market_agents.market.exchange import Exchange
+from market_agents.plugins import MECHANISMS
 
 if TYPE_CHECKING:
     from market_agents.config import Config
@@ -66,9 +67,10 @@ class Mechanism:
         return None if cls.key is None else config.exchange.switch(cls.key)
 
     # --- what traders see -----------------------------------------------------------------
-    def fee_rate(self) -> float:
-        """The fraction of a trade's value it charges each side (0: none); the exchange sums
-        them into what every trader's view states (``MarketView.fee_rate``)."""
+    @classmethod
+    def fee_rate(cls, config: Config) -> float:
+        """The fraction of a trade's value it charges each side under ``config`` (0: none);
+        :func:`trading_fee` sums them into what traders see."""
         return 0.0
 
     # --- the exchange's events (defined by the mechanisms that use them) -------------------
@@ -96,3 +98,10 @@ class Mechanism:
         run figure marks them)."""
         return []
 
+
+
+def trading_fee(config: Config) -> float:
+    """The fraction of a trade's value each side pays under ``config``: the sum of the
+    :meth:`Mechanism.fee_rate` of the mechanisms it installs (``MarketView.fee_rate``, the LLM
+    prompt's fee)."""
+    return sum(m.fee_rate(config) for m in MECHANISMS if m.installed(config))

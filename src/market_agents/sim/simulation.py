@@ -30,6 +30,7 @@ from market_agents.agents.classical import (
 from market_agents.config import Config
 from market_agents.market.exchange import Exchange, refusal_reasons
 from market_agents.market.fundamentals import draw_path
+from market_agents.market.mechanism import trading_fee
 from market_agents.market.types import AssetView, MarketView
 from market_agents.plugins import MECHANISMS
 from market_agents.sim.rundir import LLM_ACTIVITY, SCHEMAS, classical_llm_fields
@@ -217,7 +218,7 @@ class Run:
         self.progress = sys.stderr.isatty() if progress is None else progress
         self.tick_size = config.exchange.tick_size
         self.position_limit = config.exchange.position_limit
-        self.fee_rate = self.ex.fee_rate
+        self.fee_rate = trading_fee(config)
 
     def snapshot(self, halted: bool) -> list[tuple]:
         """The public part of every asset's view, computed once per decision phase."""

@@ -35,13 +35,14 @@ class TransactionTax(Mechanism):
 
     def __init__(self, config, ex):
         super().__init__(config, ex)
-        self.rate = float(self.setting(config))
+        self.rate = self.fee_rate(config)
         self.trades = 0
         self.paid = 0  # ticks of cash
 
-    def fee_rate(self) -> float:
+    @classmethod
+    def fee_rate(cls, config) -> float:
         """The tax rate: what each side pays, as a fraction of the value."""
-        return self.rate
+        return float(cls.setting(config) or 0.0)
 
     def tax(self, qty: int, price: int) -> int:
         """The tax one side pays on ``qty`` shares at ``price`` (ticks), in ticks."""
