@@ -74,8 +74,8 @@ class Trader(ABC):
     installing it changes no config's hash)."""
     draw_rank: ClassVar[int] = 1000
     """Where its slots come in the population draw (lower first, then by name): the built-in
-    types keep the order of every run made so far (fundamentalist 10, trend 20, noise 30,
-    leveraged 40, statarb 50); a plug-in keeps the default and comes after them."""
+    types that share the mix take 10, 20, ... in the order of every run made so far (each
+    module sets its own), and a plug-in keeps the default and comes after them."""
     every_tick: ClassVar[bool] = False
     """It decides every tick (market makers quote), not on the activation schedule."""
     leverage: float = 1.0
