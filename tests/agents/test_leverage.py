@@ -1,21 +1,20 @@
-"""Leverage that binds: leveraged trend followers use their leverage, the margin rule liquidates
-accounts below maintenance, and on the confirmatory base margin calls follow the shock (the E5
-amplification channel; calibration in docs/mechanisms.md, "Leverage and margin calls")."""
+"""Leverage that binds: the margin rule liquidates accounts below maintenance, and on the
+confirmatory base margin calls follow the shock (the E5 amplification channel; calibration in
+docs/mechanisms.md, "Leverage and margin calls"). The leveraged trend followers' own rule is
+tests/agents/traders/test_leveraged.py."""
 
 from __future__ import annotations
 
 import hashlib
 
-import numpy as np
 import polars as pl
 import pytest
 import yaml
 
-from market_agents.agents.classical import LeveragedTrader
 from market_agents.config import Config, ExchangeConfig, load_config
 from market_agents.market.exchange import Exchange
 from market_agents.market.mechanisms.leverage import MarginCall
-from market_agents.market.types import BUY, SELL, AssetView, MarketView, Order
+from market_agents.market.types import BUY, SELL, Order
 from market_agents.protocol.design import load_design
 from market_agents.sim.simulation import simulate
 from tests.support import ROOT
@@ -89,25 +88,6 @@ def test_forced_sale_waits_for_the_next_call_auction():
         ex.end_tick()
     assert rule.volume == 30 and ex.accounts[0].shares == [0]
     assert ex.conservation_ok()
-
-
-def view(prices: list[float], shares: int = 0, wealth: float = 2_500.0) -> MarketView:
-    asset = AssetView(0, 100.0, prices[-1], prices[-1], prices[-1] - 0.05, prices[-1] + 0.05,
-                      5, 5, tuple(prices), False, shares)
-    return MarketView(60, 7, (asset,), wealth, wealth, None, 4.0)
-
-
-def test_leveraged_trader_targets_its_leverage_on_a_strong_signal():
-    trader = LeveragedTrader(7, np.random.default_rng(3), 4.0)
-    up = [100.0 * 1.002**i for i in range(21)]  # +4 % over 20 ticks: a strong up-trend
-    (order,) = trader.decide(view(up))
-    price = up[-1] * (1 + trader.slippage)
-    assert order.side == BUY and order.qty == int(trader.use * 4.0 * 2_500.0 / price)
-    assert order.qty * price > 3 * 2_500.0  # levered: more than 3x its equity
-    # A strong down-trend reverses it to the same size short; a flat market leaves it alone.
-    (flip,) = trader.decide(view(up[::-1], shares=order.qty))
-    assert flip.side == SELL and flip.qty > order.qty
-    assert trader.decide(view([100.0] * 21, shares=order.qty)) == []
 
 
 def leverage_cell(cell: str):

@@ -33,9 +33,10 @@ def test_a_copy_of_the_package_has_the_same_fingerprint(package):
     assert len(fp.fingerprint()) == 64 and fp.short(fp.fingerprint()) == fp.fingerprint()[:16]
 
 
-@pytest.mark.parametrize("name", ["market/exchange.py", "agents/classical.py", "sim/simulation.py",
-                                  "llm/prompting.py", "llm/providers/mock.py", "config.py",
-                                  "rng.py", "core.py", "prices.py"])
+@pytest.mark.parametrize("name", ["market/exchange.py", "agents/traders/noise.py",
+                                  "sim/simulation.py", "llm/prompting.py",
+                                  "llm/providers/mock.py", "config.py", "rng.py", "core.py",
+                                  "prices.py"])
 def test_changing_an_engine_file_changes_the_fingerprint(package, name):
     before = fresh(package)
     with (package / name).open("a") as fh:

@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from market_agents.config import Config, apply_overrides, read_yaml, validate
-from market_agents.plugins import MECHANISMS
+from market_agents.plugins import MECHANISMS, TRADERS
 from market_agents.sim.simulation import simulate
 from tests.support import ROOT
 
@@ -149,6 +149,8 @@ def config_keys(model: type[BaseModel] = Config, prefix: str = "") -> set[str]:
         nested = _model_in(ann)
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             keys |= config_keys(ann, f"{path}.")
+        elif path == "population.mix":  # a share per registered type that takes one
+            keys |= {f"{path}.{t.name}" for t in TRADERS if t.in_mix}
         elif nested is not None:
             keys |= config_keys(nested, f"{path}.*.")
         else:
