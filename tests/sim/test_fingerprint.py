@@ -79,7 +79,8 @@ def test_the_fingerprint_imports_nothing_heavy_and_is_cheap():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.splitlines()
     assert float(out[0]) < 1.0  # a few milliseconds; generous for a loaded machine
-    assert out[1] == "['market_agents', 'market_agents.sim', 'market_agents.sim.fingerprint']"
+    assert out[1] == ("['market_agents', 'market_agents.errors', 'market_agents.plugins', "
+                      "'market_agents.sim', 'market_agents.sim.fingerprint']")
 
 
 def test_every_run_records_the_fingerprint_of_the_code_that_made_it(tmp_path, baseline_path):

@@ -30,7 +30,9 @@ class Fundamentalist(Trader):
     out, and so never leave the price to the trend followers (before this, fixed-size orders
     drained them from 20 shares to 1–2 and long runs drifted into +105 % bubbles). The order
     is a limit at V^pub·(1 ∓ threshold): marketable when the book is far from value, resting
-    on the side of value otherwise.
+    on the side of value otherwise. Under a fee on each trade (``MarketView.fee_rate``) the
+    mispricing it acts on is shrunk by the round trip's cost, 2 x the fee: a no-trade band
+    around value (the transaction-cost band of Constantinides 1986).
     """
 
     name = "fundamentalist"
@@ -58,7 +60,10 @@ class Fundamentalist(Trader):
             if a.halted:
                 continue
             v, h0 = a.public_value, self.h0[a.asset]
-            target = int(round(h0 * (1.0 + math.tanh(self.kappa * math.log(v / ref_price(a))))))
+            gap = math.log(v / ref_price(a))
+            if view.fee_rate:  # a round trip pays the fee twice: no trade on a smaller gap
+                gap = math.copysign(max(abs(gap) - 2 * view.fee_rate, 0.0), gap)
+            target = int(round(h0 * (1.0 + math.tanh(self.kappa * gap))))
             side = BUY if target > a.shares else SELL
             # Priced on V^pub, so it lives until the next scheduled release: a resting order on
             # stale news is picked off after the release and drags the price to the new value

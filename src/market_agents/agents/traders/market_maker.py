@@ -111,8 +111,12 @@ class MarketMaker(Trader):
             vol = self.volatility(a)
             skew = self.inventory_aversion * (a.shares - self.target) / self.size
             center = ref * (1.0 - skew)
+            # A fee on each trade (view.fee_rate: a transaction tax) is a cost of every fill,
+            # so it quotes that much wider on each side: its round trip pays it twice, and a
+            # spread that did not cover it would lose on every one (Roll 1984's spread covers
+            # the dealer's costs).
             self.seen_half[asset] = min(self.half_spread + self.vol_mult * vol,
-                                        self.MAX_HALF_SPREAD)
+                                        self.MAX_HALF_SPREAD) + view.fee_rate
             half = center * self.seen_half[asset]
             bid, ask = round(center - half, 2), round(center + half, 2)
             out.append(Order(BUY, self.size, bid, asset, ttl=1))
