@@ -32,8 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="print a design's outcomes and mechanism activity, one line per cell",
         description="Read OUTCOMES (a design's outcomes.parquet, written by `ma gather` or the "
         "workflow) and print the mean of the main outcomes over each cell's seeds, then the "
-        "mechanism-activity table (halts, rejects by reason, margin calls and forced-sale "
-        "volume, channel messages, memory lines, decision-cap and budget halts; mean per run) "
+        "mechanism-activity table (halts, rejects by reason, each mechanism's counts as its "
+        "module labels them, the LLM traders' channel, memory, decision-cap and budget "
+        "counts; mean per run) "
         "with, for each mechanism the cell switches on, the seeds in which it acted. USD is "
         "the answers' cost at the price table, also for the mock (which pays nothing; what "
         "was paid is printed below the table). A cell "

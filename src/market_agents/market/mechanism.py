@@ -42,6 +42,8 @@ class Mechanism:
             ``rejects_<reason>`` in every run).
         activity_labels: its activity counts (outcome name -> ``(short label, format)`` for
             ``ma summary`` and the paper), as :meth:`activity` returns them.
+        measures: the paper's outcomes that measure it, estimated only for a cell that
+            switches it on (``analysis.stats.applies``).
     """
 
     name: ClassVar[str]
@@ -50,6 +52,7 @@ class Mechanism:
     refusals: ClassVar[tuple[str, ...]] = ()
     refusal_labels: ClassVar[dict[str, str]] = {}
     activity_labels: ClassVar[dict[str, tuple[str, str]]] = {}
+    measures: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: Config, ex: Exchange):
         self.config = config

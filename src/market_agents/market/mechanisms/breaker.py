@@ -18,6 +18,7 @@ class CircuitBreaker(Mechanism):
     halted (a 5.15 % move within 10 ticks in seed 2)."""
 
     name = "breaker"
+    measures = ("n_halts",)
 
     def __init__(self, config, ex):
         super().__init__(config, ex)

@@ -14,6 +14,7 @@ class PositionLimit(Mechanism):
     brings the position back toward the limit is always allowed."""
 
     name = "position_limit"
+    measures = ("reject_ratio",)
     refusals = ("position_limit",)
     refusal_labels = {"position_limit": "rej:limit"}
 
