@@ -11,7 +11,7 @@ DESIGN ?= confirmatory
 WORKERS ?= 2
 
 .PHONY: setup run evaluate test test-slurm test-rehearsal test-docs check lint bench validate validate-long clean faults \
-	demo-local-llm help
+	demo-local-llm plugin-example plugin-example-remove help
 
 .DEFAULT_GOAL := help
 
@@ -121,6 +121,14 @@ CLEANABLE := results/rehearsal results/validate results/smoke results/sanity res
 # against it, replays both from the cache with 0 calls, and prints the figures.
 demo-local-llm: setup  ## opt-in: a real 135M model on the CPU in one cell and one Bazaar eval
 	$(VENV)/python bench/bench_local_llm.py --out results/local_llm
+
+# examples/plugin/ (docs/extending.md): a package of its own that adds a trader type and a
+# mechanism through entry points, installed into the project's environment as any plug-in is.
+plugin-example: setup  ## install examples/plugin into .venv (uv pip install -e); plugin-example-remove undoes it
+	$(UV) pip install --python $(VENV)/python -e examples/plugin
+
+plugin-example-remove:  ## uninstall examples/plugin from .venv (so does any target's re-sync with uv.lock)
+	$(UV) pip uninstall --python $(VENV)/python ma-example-plugin
 
 clean:  ## delete only what is rebuilt at no cost (never runs, caches, manifests)
 	rm -rf $(CLEANABLE)

@@ -16,7 +16,8 @@ checks it)::
     analysis/          outcomes of a saved run (outcomes.py, FROZEN), scoring, statistics,
                        estimands, stylized facts, figures
     sim/               one run: the tick loop, the runner, the run-directory format
-    market/ agents/    the exchange and fundamentals; classical and LLM traders
+    market/ agents/    the exchange and fundamentals; the trader types (agents/traders/, one
+                       module each, found through plugins.py) and the LLM traders' pool
     llm/               the LLM layer: providers, cache, pricing, runtime caps (no market)
     config.py          the simulation config (pydantic), hashed for provenance
     config_llm.py      its population.llm block (routes, models, prompt revision, caps) and the
@@ -28,6 +29,8 @@ checks it)::
                        import path, structured-output modes, default settings, price-table key);
                        the config, the price table, llm/ and Bazaar ask it; imports nothing
                        from the package
+    plugins.py         the registries of trader types and mechanisms: the modules of a
+                       folder and the entry points of installed packages, by name
     inputs.py          reading what users give: UTF-8 text files, strict YAML (no duplicate
                        keys, size and alias limits), the environment switches of `ma`; imports
                        only errors.py

@@ -9,16 +9,27 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from market_agents.config_llm import LLMConfig
 from market_agents.core import Strict, canonical_json, validation_message
 from market_agents.errors import ConfigError
 from market_agents.inputs import parse_yaml, read_yaml
+from market_agents.plugins import MECHANISMS, TRADERS
 
 MAX_SEED = 2**32 - 1
 MAX_SEEDS = 10_000  # seeds in one list (a design's cell, `ma validate`); the protocol uses 30
@@ -36,9 +47,10 @@ MAX_DECISIONS = 5_000_000
 MAX_TRADER_TICKS = 60_000_000
 # The coarsest tick a market may have, as a share of the opening value v0. A cent on a one-dollar
 # stock (1 %) is about the coarsest relative tick of a real exchange, and it equals the market
-# makers' widest quoted spread (2 x their 0.5 % maximum half-spread, agents/classical.py): with a
-# coarser tick every quote and trade is one tick wide, and a tick of 1,000 on a price of 475 ran
-# to the end with every trade at one tick and no bids (issue 25).
+# makers' widest quoted spread (2 x their 0.5 % maximum half-spread,
+# agents/traders/market_maker.py): with a coarser tick every quote and trade is one tick wide,
+# and a tick of 1,000 on a price of 475 ran to the end with every trade at one tick and no bids
+# (issue 25).
 MAX_RELATIVE_TICK = 0.01
 
 
@@ -98,7 +110,10 @@ class FundamentalsConfig(Strict):
 
 class ExchangeConfig(Strict):
     """``exchange``: the matching mechanism (continuous book or call auction), tick size,
-    order lifetime, circuit breaker, position limits and leverage rules.
+    order lifetime, circuit breaker, position limits and leverage rules, and the switch of
+    every mechanism that brings its own (``exchange.<key>: value``, e.g.
+    ``exchange.transaction_tax: 0.001``; :mod:`market_agents.market.mechanism`), validated by
+    that mechanism's ``settings`` and dumped (so hashed) only when set.
     """
 
     mechanism: Literal["book", "call_auction"] = "book"
@@ -115,37 +130,89 @@ class ExchangeConfig(Strict):
                                 "traders (positions are integers: a larger multiple of equity "
                                 "would overflow them)")
     maintenance_margin: float = Field(default=0.22, gt=0, lt=1)
+    _switches: dict[str, Any] = PrivateAttr(default_factory=dict)
+    # the switches of the registered mechanisms in the JSON schema (`ma schema`) as well
+    model_config = ConfigDict(json_schema_extra=lambda schema: schema["properties"].update(
+        {m.key: TypeAdapter(m.settings | None).json_schema() for m in MECHANISMS if m.key}))
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _mechanism_switches(cls, data: Any, handler: Any) -> ExchangeConfig:
+        """Take the registered mechanisms' switches out before the fields are validated (an
+        unknown key is still refused, with the nearest known one), each validated by its
+        mechanism's ``settings``; null leaves a mechanism off."""
+        if not isinstance(data, dict):  # a model already validated keeps its switches
+            return handler(data)
+        switches: dict[str, Any] = {}
+        owners = {m.key: m for m in MECHANISMS if m.key}
+        data = dict(data)
+        for key in [k for k in data if k in owners]:
+            value = data.pop(key)
+            if value is None:
+                continue
+            try:
+                switches[key] = TypeAdapter(owners[key].settings).validate_python(value)
+            except ValidationError as exc:
+                raise ValueError(f"{key}: {exc.errors()[0]['msg']} (got {value!r})") from None
+        model = handler(data)
+        model._switches = switches
+        return model
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        return {**handler(self), **self._switches}
+
+    def switch(self, key: str) -> Any:
+        """The value of mechanism switch ``key`` (None: not set)."""
+        return self._switches.get(key)
 
 
-class MixConfig(Strict):
-    """Shares of the non-market-maker classical types; they must sum to 1."""
-
-    fundamentalist: float = Field(default=0.35, ge=0, le=1)
-    trend: float = Field(default=0.25, ge=0, le=1)
-    noise: float = Field(default=0.40, ge=0, le=1)
-    leveraged: float = Field(default=0.0, ge=0, le=1)
-    statarb: float = Field(default=0.0, ge=0, le=1)
-
-    @model_validator(mode="after")
-    def _sums_to_one(self) -> MixConfig:
-        total = sum(self.model_dump().values())
-        if abs(total - 1.0) > 1e-9:
-            raise ValueError(f"shares must sum to 1, got {total:.6g}")
-        return self
+Share = Annotated[float, Field(ge=0, le=1)]
 
 
-ClassicalType = Literal["fundamentalist", "trend", "noise", "leveraged", "statarb"]
+def draw_order(names: Iterable[str]) -> list[str]:
+    """Trader type ``names`` in the order the population draw takes them: by their types'
+    ``draw_rank``, then by name (the built-ins first, in the order of every run so far)."""
+    return sorted(names, key=lambda name: (TRADERS.get(name, "population.mix").draw_rank, name))
+
+
+def default_mix() -> dict[str, float]:
+    """``population.mix`` when a config leaves it out: each registered type's
+    ``default_share`` (types without one are outside the default mix)."""
+    return {t.name: t.default_share for t in _mix_types() if t.default_share is not None}
+
+
+def _mix_types() -> list[type]:
+    """The registered trader types that take a share of ``population.mix``, in draw order."""
+    by_name = {t.name: t for t in TRADERS if t.in_mix}
+    return [by_name[name] for name in draw_order(by_name)]
+
+
+def _mix_type(name: str, pinned: bool = False) -> None:
+    """Refuse a name that is no trader type taking a share of the mix (``pinned``: a value of
+    ``slot_types``), in one line that lists those that do."""
+    mix_names = sorted(t.name for t in _mix_types())
+    if name not in TRADERS:
+        raise ValueError(TRADERS.unknown(name, "", among=mix_names))
+    if name not in mix_names:
+        raise ValueError(f"trader type {name!r} takes no share of population.mix"
+                         f"{', so no slot is pinned to it' if pinned else ''} (its slots are "
+                         f"chosen otherwise; the mix's types: {', '.join(mix_names)})")
 
 
 class PopulationConfig(Strict):
-    """``population``: the number of traders and market makers, the classical mix, the share
-    of LLM traders and their settings (``population.llm``), and the initial endowments.
+    """``population``: the number of traders and market makers, the mix of trader types, the
+    share of LLM traders and their settings (``population.llm``), and the initial endowments.
     """
 
     n_traders: int = Field(default=100, ge=2, le=MAX_TRADERS)
     n_market_makers: int = Field(default=5, ge=1)
     llm_share: float = Field(default=0.0, ge=0, le=1)
-    mix: MixConfig = Field(default_factory=MixConfig)
+    mix: dict[str, Share] = Field(
+        default_factory=default_mix,
+        description="share of the non-market-maker slots of each trader type (a registered "
+        "name: agents/traders/ or a plug-in's entry point); a built-in type left out keeps its "
+        "default share; the shares sum to 1")
     initial_cash: float = Field(default=20_000.0, ge=0)
     initial_shares: int = Field(default=20, ge=0)
     mm_initial_cash: float = Field(default=100_000.0, ge=0)
@@ -154,10 +221,29 @@ class PopulationConfig(Strict):
         default=2_500.0, ge=0,
         description="cash a leveraged trader's margin account opens with (no shares): "
         "leverage, not a larger endowment, sizes its positions")
-    slot_types: dict[int, ClassicalType] = Field(
-        default_factory=dict, description="pin the classical type of given slots"
+    slot_types: dict[int, str] = Field(
+        default_factory=dict, description="pin the trader type (a name population.mix may "
+        "take) of given slots"
     )
     llm: LLMConfig = Field(default_factory=LLMConfig)
+
+    @field_validator("mix")
+    @classmethod
+    def _mix_sums_to_one(cls, mix: dict[str, float]) -> dict[str, float]:
+        for name in mix:
+            _mix_type(name)
+        full = {**default_mix(), **mix}
+        total = sum(full.values())
+        if abs(total - 1.0) > 1e-9:
+            raise ValueError(f"shares must sum to 1, got {total:.6g}")
+        return {name: full[name] for name in draw_order(full)}
+
+    @field_validator("slot_types")
+    @classmethod
+    def _slot_types_take_mix_types(cls, slot_types: dict[int, str]) -> dict[int, str]:
+        for kind in slot_types.values():
+            _mix_type(kind, pinned=True)
+        return slot_types
 
     @model_validator(mode="after")
     def _makers_fit(self) -> PopulationConfig:
@@ -212,8 +298,9 @@ class Config(Strict):
                 raise ValueError(f"shocks.{i}.time {s.time} is past the last tick")
             if s.asset is not None and s.asset >= self.fundamentals.n_assets:
                 raise ValueError(f"shocks.{i}.asset {s.asset} does not exist")
-        if self.population.mix.statarb > 0 and self.fundamentals.n_assets < 2:
-            raise ValueError("population.mix.statarb needs fundamentals.n_assets: 2")
+        for name, share in self.population.mix.items():
+            if share > 0:
+                TRADERS.get(name, "population.mix").check(self)
         self._fits_the_engine()
         self._is_a_market()
         return self

@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import pkgutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from importlib.metadata import entry_points
 from typing import Generic, TypeVar
 
@@ -106,13 +106,16 @@ class Registry(Generic[T]):
             raise ConfigError(self.unknown(name, where))
         return self._members[name]
 
-    def unknown(self, name: str, where: str) -> str:
-        """The one-line message for an unknown ``name`` at ``where``."""
+    def unknown(self, name: str, where: str, among: Iterable[str] | None = None) -> str:
+        """The one-line message for an unknown ``name`` at ``where`` ("": no prefix, for a
+        validator whose error pydantic prefixes with the key), listing ``among`` (default:
+        every registered name) as the known ones."""
         self._load()
-        near = difflib.get_close_matches(str(name), list(self._members), n=1)
+        known = sorted(self._members if among is None else among)
+        near = difflib.get_close_matches(str(name), known, n=1)
         hint = f"; did you mean {near[0]!r}?" if near else ""
-        return (f"{where}: unknown {self.what} {name!r}{hint} (known: "
-                f"{', '.join(sorted(self._members))}; a plug-in registers more through the "
+        return (f"{where + ': ' if where else ''}unknown {self.what} {name!r}{hint} (known: "
+                f"{', '.join(known)}; a plug-in registers more through the "
                 f"entry-point group {self.group}, docs/extending.md)")
 
     def modules(self) -> dict[str, str]:

@@ -1,21 +1,20 @@
-"""Leverage that binds: leveraged trend followers use their leverage, the margin rule liquidates
-accounts below maintenance, and on the confirmatory base margin calls follow the shock (the E5
-amplification channel; calibration in docs/mechanisms.md, "Leverage and margin calls")."""
+"""Leverage that binds: the margin rule liquidates accounts below maintenance, and on the
+confirmatory base margin calls follow the shock (the E5 amplification channel; calibration in
+docs/mechanisms.md, "Leverage and margin calls"). The leveraged trend followers' own rule is
+tests/agents/traders/test_leveraged.py."""
 
 from __future__ import annotations
 
 import hashlib
 
-import numpy as np
 import polars as pl
 import pytest
 import yaml
 
-from market_agents.agents.classical import LeveragedTrader
-from market_agents.config import ExchangeConfig, load_config
+from market_agents.config import Config, ExchangeConfig, load_config
 from market_agents.market.exchange import Exchange
-from market_agents.market.rules import MarginCall
-from market_agents.market.types import BUY, SELL, AssetView, MarketView, Order
+from market_agents.market.mechanisms.leverage import MarginCall
+from market_agents.market.types import BUY, SELL, Order
 from market_agents.protocol.design import load_design
 from market_agents.sim.simulation import simulate
 from tests.support import ROOT
@@ -47,83 +46,70 @@ def quote(ex: Exchange, t: int, mid: float, bid_qty: int = 5) -> None:
 
 def test_margin_rule_liquidates_below_maintenance_and_counts_one_call():
     ex = levered_exchange(maintenance_margin=0.22)
-    rule = MarginCall(ex.cfg)
-    ex.hooks.append(rule)
+    rule = MarginCall(Config(exchange=ex.cfg), ex)
+    ex.install([rule])
     ex.submit(1, Order(SELL, 35, 100.0))
     ex.submit(0, Order(BUY, 35, 100.0))  # 3,500 of stock on 1,000 of equity: 3.5x
     assert ex.accounts[0].shares == [35] and ex.accounts[0].cash == -250_000  # ticks
     ex.end_tick()
     quote(ex, 1, 96.0)  # equity 860 >= 0.22 x 3,360 = 739: no call
-    assert rule.events == [] and "margin_call" not in ex.order_log["kind"]
+    assert rule.calls == [] and "margin_call" not in ex.order_log["kind"]
     quote(ex, 2, 91.0, bid_qty=20)  # equity 685 < 0.22 x 3,185 = 701: called
-    assert rule.events == [(2, 0)]
+    assert rule.calls == [[2, 0]]
     log = ex.order_log
     forced = [i for i, k in enumerate(log["kind"]) if k == "margin_call"]
     assert [(log["side"][i], log["qty"][i]) for i in forced] == [(SELL, 35)]
-    assert ex.forced_volume == 20 and ex.accounts[0].shares == [15]  # the bid's 20 shares
+    assert rule.volume == 20 and ex.accounts[0].shares == [15]  # the bid's 20 shares
     # Selling 20 shares lifted it back above maintenance (675 >= 0.22 x 1,365): the call ends.
     quote(ex, 3, 91.0)
-    assert rule.events == [(2, 0)] and ex.order_log["kind"].count("margin_call") == 1
+    assert rule.calls == [[2, 0]] and ex.order_log["kind"].count("margin_call") == 1
     # A later fall is a new call (equity 135 < 0.22 x 825); with no bid the sale waits.
     ex.begin_tick(4)
     ex.submit(1, Order(SELL, 5, 55.5, ttl=1))
     ex.submit(2, Order(BUY, 5, 54.5, ttl=1))
     ex.end_tick()
-    assert rule.events == [(2, 0), (4, 0)] and ex.forced_volume == 25
+    assert rule.calls == [[2, 0], [4, 0]] and rule.volume == 25
     assert ex.conservation_ok()
 
 
 def test_forced_sale_waits_for_the_next_call_auction():
     ex = levered_exchange(mechanism="call_auction", auction_interval=5, maintenance_margin=0.5)
-    rule = MarginCall(ex.cfg)
-    ex.hooks.append(rule)
+    rule = MarginCall(Config(exchange=ex.cfg), ex)
+    ex.install([rule])
     ex.accounts[0].shares[0], ex.accounts[0].cash = 30, -200_000  # 3,000 on 1,000: 3x
     ex.accounts[1].shares[0], ex.accounts[1].cash = 170, 300_000
     ex.seal()
     ex.begin_tick(1)
     ex.submit(2, Order(BUY, 50, 99.0))  # rests for the auction at tick 5
     ex.end_tick()  # equity 1,000 < 0.5 x 3,000: called at tick 1
-    assert rule.events == [(1, 0)]
+    assert rule.calls == [[1, 0]]
     for t in range(2, 6):
         ex.begin_tick(t)
         ex.end_tick()
-    assert ex.forced_volume == 30 and ex.accounts[0].shares == [0]
+    assert rule.volume == 30 and ex.accounts[0].shares == [0]
     assert ex.conservation_ok()
-
-
-def view(prices: list[float], shares: int = 0, wealth: float = 2_500.0) -> MarketView:
-    asset = AssetView(0, 100.0, prices[-1], prices[-1], prices[-1] - 0.05, prices[-1] + 0.05,
-                      5, 5, tuple(prices), False, shares)
-    return MarketView(60, 7, (asset,), wealth, wealth, None, 4.0)
-
-
-def test_leveraged_trader_targets_its_leverage_on_a_strong_signal():
-    trader = LeveragedTrader(7, np.random.default_rng(3), 4.0)
-    up = [100.0 * 1.002**i for i in range(21)]  # +4 % over 20 ticks: a strong up-trend
-    (order,) = trader.decide(view(up))
-    price = up[-1] * (1 + trader.slippage)
-    assert order.side == BUY and order.qty == int(trader.use * 4.0 * 2_500.0 / price)
-    assert order.qty * price > 3 * 2_500.0  # levered: more than 3x its equity
-    # A strong down-trend reverses it to the same size short; a flat market leaves it alone.
-    (flip,) = trader.decide(view(up[::-1], shares=order.qty))
-    assert flip.side == SELL and flip.qty > order.qty
-    assert trader.decide(view([100.0] * 21, shares=order.qty)) == []
 
 
 def leverage_cell(cell: str):
     return load_design(CONFIRMATORY).cell_config(cell, mock=True)
 
 
+def margin(summary: dict) -> dict:
+    """A run's margin-call activity and events, as its manifest records them."""
+    return {**dict(summary["activity"]),
+            "events": summary["mechanism_events"].get("leverage", [])}
+
+
 @pytest.fixture(scope="module")
 def leverage_0_runs():
     config = leverage_cell("leverage_0")
-    return {seed: simulate(config, seed, progress=False)["summary"] for seed in SEEDS}
+    return {seed: margin(simulate(config, seed, progress=False)["summary"]) for seed in SEEDS}
 
 
 @pytest.fixture(scope="module")
 def leverage_25_runs():
     config = leverage_cell("leverage_25")
-    return {seed: simulate(config, seed, progress=False)["summary"] for seed in SEEDS}
+    return {seed: margin(simulate(config, seed, progress=False)["summary"]) for seed in SEEDS}
 
 
 def called(runs) -> list[int]:
@@ -133,7 +119,7 @@ def called(runs) -> list[int]:
 def test_leverage_25_reaches_margin_calls_in_at_least_3_of_10_seeds(leverage_25_runs):
     assert len(called(leverage_25_runs)) >= 3
     for s in leverage_25_runs.values():  # recorded in the manifest, one event per call
-        assert s["margin_calls"] == len(s["margin_call_events"])
+        assert s["margin_calls"] == len(s["events"])
         assert (s["forced_sale_volume"] > 0) == (s["margin_calls"] > 0)
 
 
@@ -151,7 +137,7 @@ def test_margin_calls_come_in_many_episodes_over_the_session(leverage_0_runs):
     (6.4 %) with the first version of issue 23, 3 of 244 (1.2 %) since its second
     (docs/mechanisms.md): a count that moves with a few cascades of one seed, so the test
     claims the spread, not a share."""
-    ticks = [t for s in leverage_0_runs.values() for t, _ in s["margin_call_events"]]
+    ticks = [t for s in leverage_0_runs.values() for t, _ in s["events"]]
     windows = {t // 30 for t in ticks}
     assert len(windows) >= 8
     biggest = max(sum(t // 30 == w for t in ticks) for w in windows)

@@ -126,15 +126,19 @@ def test_memory_and_channel_activity_is_counted():
     p = LLMTraderPool(cfg(memory=2, channel=True), Streams(1), list(range(10)), None)
     p.decide(60, {s: view(s) for s in range(10)})
     first = dict(p.activity)
-    assert first["memory_lines"] == 0 and first["channel_read"] == 0  # nothing yet to show
-    assert first["channel_sent"] == len(p.messages) > 0
+    assert first["llm_memory_lines"] == 0 and first["llm_channel_read"] == 0  # nothing yet
+    assert first["llm_channel_sent"] == len(p.messages) > 0
+    assert p.mechanisms() == {"memory": False, "channel": False}  # on, not yet acted
     shown = sum(len([q for q in p.cohort[s] if q in p.messages]) for s in range(10))
     p.decide(80, {s: view(s, tick=80) for s in range(10)})
-    assert p.activity["memory_lines"] == 10  # one past decision shown to each
-    assert p.activity["channel_read"] == shown > 0
+    assert p.activity["llm_memory_lines"] == 10  # one past decision shown to each
+    assert p.activity["llm_channel_read"] == shown > 0
+    assert p.mechanisms() == {"memory": True, "channel": True}
     quiet = LLMTraderPool(cfg(), Streams(1), list(range(10)), None)
     quiet.decide(60, {s: view(s) for s in range(10)})
-    assert quiet.activity == {"channel_sent": 0, "channel_read": 0, "memory_lines": 0}
+    assert quiet.activity == {"llm_channel_sent": 0, "llm_channel_read": 0,
+                              "llm_memory_lines": 0}
+    assert quiet.mechanisms() == {}  # none switched on
     for pool in (p, quiet):
         pool.close()
 

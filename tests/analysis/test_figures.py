@@ -50,6 +50,6 @@ def test_run_figure_marks_margin_calls(tmp_path, baseline_path, monkeypatch):
                      progress=False)
     manifest = json.loads((run / "manifest.json").read_text())
     (run / "manifest.json").write_text(json.dumps(
-        {**manifest, "margin_call_events": [[70, 12], [71, 30]]}))
+        {**manifest, "mechanism_events": {"leverage": [[70, 12], [71, 30]]}}))
     figures.run_figure(run, run / "price.png")
-    assert "margin calls (2)" in labels
+    assert "leverage (2)" in labels

@@ -7,7 +7,6 @@ import json
 import numpy as np
 import polars as pl
 import pytest
-import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -232,36 +231,34 @@ def test_crossed_books_do_not_count_in_the_spread(tmp_path):
 
 
 def test_activity_counts_rejects_by_reason_and_the_manifest_counts(tmp_path):
-    counts = {"margin_calls": 2, "forced_sale_volume": 30, "channel_sent": 4,
-              "channel_read": 9, "memory_lines": 12}
-    out = score_run(make_run(tmp_path / "r", np.full(50, 100.0), manifest_extra=counts))
+    counts = [["margin_calls", 2], ["forced_sale_volume", 30], ["llm_channel_sent", 4],
+              ["llm_channel_read", 9], ["llm_memory_lines", 12], ["plugin_count", 7]]
+    out = score_run(make_run(tmp_path / "r", np.full(50, 100.0),
+                             manifest_extra={"activity": counts}))
     assert out["rejects_position_limit"] == 1  # the fake run's one rejected order
     assert out["rejects_halted"] == out["rejects_insufficient_funds"] == 0
     assert out["rejects_invalid"] == 0
     assert (out["margin_calls"], out["forced_sale_volume"]) == (2, 30)
     assert (out["llm_channel_sent"], out["llm_channel_read"], out["llm_memory_lines"]) == (
         4, 9, 12)
+    assert out["plugin_count"] == 7  # any mechanism's count, in the order the run wrote them
+    keys = list(out)
+    assert keys.index("margin_calls") < keys.index("llm_memory_lines") < keys.index(
+        "plugin_count")
     assert out["llm_decision_cap_holds"] == 0
-    bare = score_run(make_run(tmp_path / "bare", np.full(50, 100.0)))
-    assert bare["margin_calls"] is None and bare["llm_channel_read"] is None  # not recorded
+    # a reason the run's exchange could give is counted; one it could not is not a column
+    only = score_run(make_run(tmp_path / "o", np.full(50, 100.0),
+                              manifest_extra={"reject_reasons": ["invalid", "halted"]}))
+    assert "rejects_position_limit" not in only and only["rejects_halted"] == 0
 
 
-def with_config(path, config):
-    (path / "config.yaml").write_text(yaml.safe_dump({"simulation": {"burn_in": 0}, **config}))
-    return path
-
-
-def test_mechanisms_switched_on_and_idle(tmp_path):
-    config = {"exchange": {"halt_threshold": 0.05, "position_limit": 300},
-              "population": {"mix": {"leveraged": 0.19}, "llm": {"memory": 5}}}
-    run = make_run(tmp_path / "r", np.full(50, 100.0), halts=[[10, 30]],
-                   manifest_extra={"margin_calls": 0})
-    out = score_run(with_config(run, config))
-    # No LLM agent in the fake agents table beyond slot 0: memory is on (one LLM agent) but
-    # showed no line; the breaker halted; the limit rejected one order; no margin call.
-    assert out["mechanisms"] == "breaker,position_limit,leverage,memory"
-    assert out["mechanisms_idle"] == "leverage,memory"
-    plain = score_run(with_config(make_run(tmp_path / "p", np.full(50, 100.0)), {}))
+def test_mechanisms_switched_on_and_idle_are_the_manifests(tmp_path):
+    run = make_run(tmp_path / "r", np.full(50, 100.0), halts=[[10, 30]], manifest_extra={
+        "mechanisms": ["breaker", "leverage", "memory"], "mechanisms_idle": ["leverage"]})
+    out = score_run(run)
+    assert out["mechanisms"] == "breaker,leverage,memory"
+    assert out["mechanisms_idle"] == "leverage"
+    plain = score_run(make_run(tmp_path / "p", np.full(50, 100.0)))
     assert plain["mechanisms"] == plain["mechanisms_idle"] == ""
 
 

@@ -86,3 +86,29 @@ def test_a_changed_engine_asks_the_workflow_for_new_batch_records(monkeypatch):
     monkeypatch.setattr(batches, "fingerprint", lambda: OTHER)
     changed = set(Workflow({})._batches("exploratory", "share_0"))
     assert today and changed and not today & changed
+
+
+def test_a_paid_run_of_other_code_stops_the_workflow_while_it_builds_its_dag(workdir,
+                                                                           monkeypatch):
+    """The input function of every live run (rule simulate_live's gate) refuses a paid run
+    made by other code: Snakemake stops before any job runs, so nothing is paid."""
+    from types import SimpleNamespace
+
+    from market_agents.config import load_config
+    from market_agents.pipeline.workflow import Workflow
+    from market_agents.sim.runner import run_to_dir
+
+    monkeypatch.chdir(workdir)
+    workflow = Workflow({})
+    cell = SimpleNamespace(design="pilot_openai", cell="share_25", seed="0002")
+    gate = workflow.live_gate(cell)  # no run yet: the gate it waits for
+    run = run_dir("pilot_openai", "share_25", 2)
+    run_to_dir(load_config(workdir / "config" / "baseline.yaml", ["simulation.ticks=60"]), 2, run,
+               progress=False)
+    assert workflow.live_gate(cell) == gate  # today's code: nothing to say
+    made_by(run, usd=0.0)
+    assert workflow.live_gate(cell) == gate  # a free one is not refused here
+    made_by(run, usd=0.25)
+    with pytest.raises(StaleRun, match=r"seed0002: a paid run \(0\.2500 USD\) made by other "
+                                       r"code \(abababababababab; now [0-9a-f]{16}\)"):
+        workflow.live_gate(cell)

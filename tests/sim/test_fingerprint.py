@@ -33,9 +33,10 @@ def test_a_copy_of_the_package_has_the_same_fingerprint(package):
     assert len(fp.fingerprint()) == 64 and fp.short(fp.fingerprint()) == fp.fingerprint()[:16]
 
 
-@pytest.mark.parametrize("name", ["market/exchange.py", "agents/classical.py", "sim/simulation.py",
-                                  "llm/prompting.py", "llm/providers/mock.py", "config.py",
-                                  "rng.py", "core.py", "prices.py"])
+@pytest.mark.parametrize("name", ["market/exchange.py", "agents/traders/noise.py",
+                                  "sim/simulation.py", "llm/prompting.py",
+                                  "llm/providers/mock.py", "config.py", "rng.py", "core.py",
+                                  "prices.py"])
 def test_changing_an_engine_file_changes_the_fingerprint(package, name):
     before = fresh(package)
     with (package / name).open("a") as fh:
@@ -78,7 +79,8 @@ def test_the_fingerprint_imports_nothing_heavy_and_is_cheap():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.splitlines()
     assert float(out[0]) < 1.0  # a few milliseconds; generous for a loaded machine
-    assert out[1] == "['market_agents', 'market_agents.sim', 'market_agents.sim.fingerprint']"
+    assert out[1] == ("['market_agents', 'market_agents.errors', 'market_agents.plugins', "
+                      "'market_agents.sim', 'market_agents.sim.fingerprint']")
 
 
 def test_every_run_records_the_fingerprint_of_the_code_that_made_it(tmp_path, baseline_path):

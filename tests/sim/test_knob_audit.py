@@ -15,6 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from market_agents.config import Config, apply_overrides, read_yaml, validate
+from market_agents.plugins import MECHANISMS, TRADERS
 from market_agents.sim.simulation import simulate
 from tests.support import ROOT
 
@@ -29,6 +30,7 @@ CONTEXTS: dict[str, dict[str, Any]] = {
     "breaker": {"exchange.halt_threshold": 0.01},
     "leverage": {"population.mix.leveraged": 0.25, "population.mix.trend": 0.0},
     "auction": {"exchange.mechanism": "call_auction"},
+    "ftt": {"exchange.transaction_tax": 0.001},
     "two_assets": {"fundamentals.n_assets": 2, "fundamentals.factor_loading": [0.7, 0.7]},
     "shock": {"shocks": [{"time": 60, "kind": "fundamental_jump", "size": 10.0}]},
     "llm": LLM,
@@ -61,6 +63,7 @@ PERTURBATIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "exchange.position_limit": ("classical", {"exchange.position_limit": 291}),
     "exchange.max_leverage": ("leverage", {"exchange.max_leverage": 2.0}),
     "exchange.maintenance_margin": ("leverage", {"exchange.maintenance_margin": 0.1}),
+    "exchange.transaction_tax": ("ftt", {"exchange.transaction_tax": 0.003}),
     "population.n_traders": ("classical", {"population.n_traders": 90}),
     "population.n_market_makers": ("classical", {"population.n_market_makers": 4}),
     "population.llm_share": ("classical", {"population.llm_share": 0.05}),
@@ -150,6 +153,8 @@ def config_keys(model: type[BaseModel] = Config, prefix: str = "") -> set[str]:
         nested = _model_in(ann)
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             keys |= config_keys(ann, f"{path}.")
+        elif path == "population.mix":  # a share per registered type that takes one
+            keys |= {f"{path}.{t.name}" for t in TRADERS if t.in_mix}
         elif nested is not None:
             keys |= config_keys(nested, f"{path}.*.")
         else:
@@ -166,8 +171,15 @@ def _model_in(ann: Any) -> type[BaseModel] | None:
     return None
 
 
+def switch_keys() -> set[str]:
+    """The switches of the package's own mechanisms (``exchange.<key>``: not fields of the
+    config models; an installed plug-in's are its own tests')."""
+    return {f"exchange.{m.key}" for m in MECHANISMS
+            if m.key and m.__module__.startswith("market_agents.")}
+
+
 def test_every_config_key_is_classified():
-    keys = config_keys()
+    keys = config_keys() | switch_keys()
     assert not keys & set(NO_EFFECT_ON_TABLES) & set(PERTURBATIONS)
     unclassified = keys - set(PERTURBATIONS) - set(NO_EFFECT_ON_TABLES)
     assert not unclassified, f"classify in tests/test_knob_audit.py: {sorted(unclassified)}"

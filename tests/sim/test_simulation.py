@@ -9,11 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from market_agents.agents.classical import CLASSICAL, activity_path
+from market_agents.agents.base import RunContext
+from market_agents.agents.traders.noise import activity_path
 from market_agents.config import Config, load_config
 from market_agents.llm.client import LLMClient
 from market_agents.llm.pricing import load_prices
 from market_agents.market.types import AssetView, MarketView
+from market_agents.plugins import TRADERS
 from market_agents.rng import TRADING_ACTIVITY, Streams
 from market_agents.sim.rundir import CHECKLIST_FIELDS, TABLES
 from market_agents.sim.runner import run_to_dir
@@ -144,8 +146,8 @@ def test_only_slots_that_act_get_a_trader_with_its_own_draws(baseline_path):
     assert len(run.ex.accounts) == 1000
     for slot in sorted(acting)[5:40]:
         kind = run.population.types[slot]
-        extra = (cfg.fundamentals.news_interval,) if kind == "fundamentalist" else ()
-        alone = CLASSICAL[kind](slot, Streams(3).agent(slot), *extra)
+        alone = TRADERS.get(kind, "test").build(slot, Streams(3).agent(slot),
+                                                RunContext(cfg, Streams(3)))
         # the noise traders share the market's trading activity, drawn once from its stream
         built = {k: v for k, v in vars(run.traders[slot]).items() if k not in ("rng", "activity")}
         assert built == {k: v for k, v in vars(alone).items() if k not in ("rng", "activity")}

@@ -38,6 +38,10 @@ def _listed(x):
     return x if isinstance(x, list) else [x]
 
 
+# the reasons a run of the built-in mechanisms records (manifest ``reject_reasons``)
+REJECT_REASONS = ("invalid", "halted", "position_limit", "insufficient_funds")
+
+
 def make_run(root: Path, prices, values=None, *, burn_in: int = 0, shocks=None, halts=None,
              orders: pl.DataFrame | None = None, trades: pl.DataFrame | None = None,
              agents: pl.DataFrame | None = None, decisions: pl.DataFrame | None = None,
@@ -70,7 +74,9 @@ def make_run(root: Path, prices, values=None, *, burn_in: int = 0, shocks=None, 
     (decisions if decisions is not None else pl.DataFrame(
         schema=SCHEMAS["llm_decisions"])).write_parquet(root / table_file("llm_decisions"))
     manifest = {"config_hash": "abc123", "seed": seed, "shocks": shocks or [],
-                "halts": halts or [], "n_rejects": 1, **(manifest_extra or {})}
+                "halts": halts or [], "n_rejects": 1, "reject_reasons": list(REJECT_REASONS),
+                "activity": [], "mechanisms": [], "mechanisms_idle": [],
+                **(manifest_extra or {})}
     (root / MANIFEST_FILE).write_text(json.dumps(manifest))
     (root / CONFIG_FILE).write_text(yaml.safe_dump({"simulation": {"burn_in": burn_in}}))
     return root

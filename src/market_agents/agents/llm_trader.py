@@ -26,7 +26,9 @@ from market_agents.llm.library import DecisionLibrary, snapshot_features
 from market_agents.llm.pricing import load_prices
 from market_agents.llm.types import LLMRequest, LLMResult
 from market_agents.market.exchange import order_problem
+from market_agents.market.mechanism import trading_fee
 from market_agents.market.types import BUY, SELL, Cancel, MarketView, Order
+from market_agents.sim.rundir import LLM_ACTIVITY
 
 COHORT_SIZE = 5
 
@@ -131,12 +133,15 @@ def split_models(slots: list[int], models: list[str], streams: streams_mod.Strea
 
 def prompt_rules(config) -> dict[str, Any]:
     """The run's rules as the system prompt states them (``prompting.system_text``): session
-    length and decision interval (ticks), tick size (currency units), order lifetime (ticks) and
-    the number of assets."""
-    return {"ticks": config.simulation.ticks,
-            "decision_interval": config.simulation.decision_interval,
-            "tick_size": config.exchange.tick_size, "order_ttl": config.exchange.order_ttl,
-            "n_assets": config.fundamentals.n_assets}
+    length and decision interval (ticks), tick size (currency units), order lifetime (ticks),
+    the number of assets and, only when there is one (so that the prompts of a market without
+    fees are unchanged), the fee each side pays as a fraction of a trade's value."""
+    rules = {"ticks": config.simulation.ticks,
+             "decision_interval": config.simulation.decision_interval,
+             "tick_size": config.exchange.tick_size, "order_ttl": config.exchange.order_ttl,
+             "n_assets": config.fundamentals.n_assets}
+    fee = trading_fee(config)
+    return {**rules, "fee_rate": fee} if fee else rules
 
 
 # A fixed market state the prompt is rendered on for its identity: every part of the messages
@@ -245,7 +250,7 @@ class LLMTraderPool:
         self.rows: list[dict[str, Any]] = []
         # Mechanism activity: messages posted to and shown from the cohort channel, and past
         # decisions shown as memory (manifest; outcomes' activity table).
-        self.activity = {"channel_sent": 0, "channel_read": 0, "memory_lines": 0}
+        self.activity = dict.fromkeys(LLM_ACTIVITY, 0)
         self.keys: list[str] = []  # the request key of each row (the cache's view of validity)
 
     # --- per tick -------------------------------------------------------------------------
@@ -261,12 +266,12 @@ class LLMTraderPool:
             self._settle_fills(slot, view)
             memory = [{k: h[k] for k in ("tick", "action", "qty", "price", "filled")}
                       for h in self.history[slot][-self.llm.memory:]]
-            self.activity["memory_lines"] += len(memory)
+            self.activity["llm_memory_lines"] += len(memory)
         channel = None
         if self.llm.channel:
             channel = [{"peer": p, "tick": self.messages[p][0], "message": self.messages[p][1]}
                        for p in self.cohort.get(slot, []) if p in self.messages]
-            self.activity["channel_read"] += len(channel)
+            self.activity["llm_channel_read"] += len(channel)
         messages = prompting.build_messages(view_snapshot(view), self.rules, self.llm.prompt_set,
                                             a["persona"], memory, channel,
                                             self.llm.prompt_version, self.llm.prompt_sets)
@@ -324,7 +329,7 @@ class LLMTraderPool:
             d = res.parsed
             if res.valid and d is not None and d.message.strip():
                 self.messages[slot] = (tick, d.message.strip())
-                self.activity["channel_sent"] += self.llm.channel
+                self.activity["llm_channel_sent"] += self.llm.channel
         return out
 
     def _apply(self, tick: int, slot: int, view: MarketView, req: LLMRequest,
@@ -489,6 +494,16 @@ class LLMTraderPool:
                            "structured_output": self.llm.structured_output(a["route"])}
                           for s, a in sorted(self.assignment.items())],
         }
+
+    def mechanisms(self) -> dict[str, bool]:
+        """The LLM traders' mechanisms this run switches on (memory, the cohort channel, a
+        decision cap) and whether each acted: memory lines shown, peer messages read,
+        decisions held by the cap (manifest ``mechanisms``)."""
+        held = sum(1 for r in self.rows if r.get("error_class") == "decision_cap")
+        switched = {"memory": (self.llm.memory > 0, self.activity["llm_memory_lines"]),
+                    "channel": (bool(self.llm.channel), self.activity["llm_channel_read"]),
+                    "decision_cap": (self.llm.decision_cap is not None, held)}
+        return {name: count > 0 for name, (on, count) in switched.items() if on}
 
     def _answer_dates(self) -> dict[str, str] | None:
         """The first and last UTC date (YYYY-MM-DD) on which the answers this run used were

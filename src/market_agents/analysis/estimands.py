@@ -14,15 +14,29 @@ from collections.abc import Callable, Sequence
 import polars as pl
 
 from market_agents.analysis.stats import Contrast
+from market_agents.market.exchange import ACTIVITY_LABELS, REFUSAL_LABELS, refusal_reasons
+from market_agents.plugins import MECHANISMS
+from market_agents.sim.rundir import LLM_ACTIVITY, LLM_HOLDS
 
 CONTROL = "share_0"
 E5 = Contrast("E5 (leverage_25 - leverage_0) - (share_25 - share_0)", "T4",
               {"leverage_25": 1, "leverage_0": -1}, {"share_25": 1, "share_0": -1})
-# The mechanism-activity outcomes (analysis/outcomes.py), mean per run; `ma summary` prints them.
-ACTIVITY = ("n_halts", "halted_ticks", "rejects_halted", "rejects_position_limit",
-            "rejects_insufficient_funds", "rejects_invalid", "margin_calls", "forced_sale_volume",
-            "llm_channel_sent", "llm_channel_read", "llm_memory_lines", "llm_decision_cap_holds",
-            "llm_budget_halts")
+
+
+def activity_labels() -> dict[str, tuple[str, str]]:
+    """The mechanism-activity outcomes, column -> (short label, format), in the order
+    ``ma summary`` and the paper show them: the exchange's halts, rejects by every reason it
+    may give, each registered mechanism's counts, then the LLM traders'. Each part is defined
+    where its counts are made (``market/exchange.py``, each mechanism's module, ``sim/rundir.py``),
+    so a new mechanism's activity is shown with no edit here."""
+    mechanisms = list(MECHANISMS)
+    refusals = {**REFUSAL_LABELS, **{r: label for m in mechanisms
+                                     for r, label in m.refusal_labels.items()}}
+    return {**ACTIVITY_LABELS,
+            **{f"rejects_{r}": (refusals.get(r, r), "{:.1f}")
+               for r in refusal_reasons(mechanisms)},
+            **{k: v for m in mechanisms for k, v in m.activity_labels.items()},
+            **LLM_ACTIVITY, **LLM_HOLDS}
 
 
 def tier_contrasts(cells: Sequence[str], tier: Callable[[str], str]) -> list[Contrast]:

@@ -37,19 +37,20 @@ def run_figure(run_dir: str | Path, out: str | Path, asset: int = 0) -> Path:
         raise ConfigError(f"{run_dir}: no ticks for asset {asset}")
     n_llm = manifest.get("n_llm_agents", 0)
     title = (f"{run_dir.parent.name}/{run_dir.name}: seed {manifest.get('seed')}, "
-             f"{n_llm} LLM traders (dashed: shocks; red: halts; triangles: margin calls)")
+             f"{n_llm} LLM traders (dashed: shocks; red: halts; markers: mechanisms' events)")
     plt = _pyplot()
     return _save(price_figure(ticks, manifest, title, asset), out, plt)
 
 
 def price_figure(ticks: pl.DataFrame, manifest: dict, title: str, asset: int = 0):
     """The price-path figure of one run from its ticks table and manifest (a matplotlib Figure):
-    mid price, V (hidden) and V^pub (public), halts shaded, margin calls as triangles, shocks
+    mid price, V (hidden) and V^pub (public), halts shaded, each mechanism's events (margin
+    calls) as markers, shocks
     dashed (placebo orange), volume below.
 
     Args:
         ticks: the run's ticks.parquet (every asset; ``asset`` is drawn).
-        manifest: the run's manifest.json (halts, margin_call_events, shocks).
+        manifest: the run's manifest.json (halts, mechanism_events, shocks).
         title: the figure's title.
         asset: the asset index to draw (0 or 1).
     """
@@ -64,11 +65,11 @@ def price_figure(ticks: pl.DataFrame, manifest: dict, title: str, asset: int = 0
     top.plot(t, ticks["mid_price"].to_numpy(), color="tab:blue", lw=1.2, label="mid price")
     for start, end in manifest.get("halts", []):
         top.axvspan(start, end, color="tab:red", alpha=0.15, lw=0)
-    calls = [tick for tick, _ in manifest.get("margin_call_events", [])]
-    if calls:
-        mid = dict(zip(t.tolist(), ticks["mid_price"].to_list(), strict=True))
-        top.plot(calls, [mid[c] for c in calls], "v", color="tab:purple", ms=6,
-                 label=f"margin calls ({len(calls)})")
+    mid = dict(zip(t.tolist(), ticks["mid_price"].to_list(), strict=True))
+    for (name, events), marker in zip(sorted(manifest.get("mechanism_events", {}).items()),
+                                      "v^<>sDp*", strict=False):
+        at = [e[0] for e in events if e[0] in mid]
+        top.plot(at, [mid[c] for c in at], marker, ms=6, label=f"{name} ({len(at)})")
     for shock in manifest.get("shocks", []):
         top.axvline(shock["time"], color="tab:orange" if shock["kind"] == "placebo" else "k",
                     ls="--", lw=0.8)

@@ -46,18 +46,16 @@ Outcome definitions (keys of ``score``):
   ``llm_budget_halts``: decisions a USD cap stopped; ``llm_budget_halt_events``: cap hits
   (manifest). LLM rates are null without LLM decisions.
 
-Mechanism activity (did each mechanism act in this run?), counts over the whole run:
-- ``n_halts`` and ``halted_ticks`` (above); ``rejects_<reason>``: rejected orders by reason
-  (``REJECT_REASONS``); ``margin_calls``: accounts called (manifest: an account counts again
-  only after it left the call); ``forced_sale_volume``: shares traded by the margin rule's
-  liquidation orders (manifest); ``llm_channel_sent``: valid decisions that posted a message to
-  the cohort channel; ``llm_channel_read``: peer messages shown in prompts;
-  ``llm_memory_lines``: past decisions shown in prompts (all three manifest);
+Mechanism activity (did each mechanism act in this run?), counts over the whole run, as the
+run recorded them in its manifest (each mechanism defines its own; docs/mechanisms.md):
+- ``n_halts`` and ``halted_ticks`` (above); ``rejects_<reason>``: rejected orders by reason,
+  for every reason the exchange may give (manifest ``reject_reasons``); each installed
+  mechanism's counts and the LLM traders' (manifest ``activity``, e.g. ``margin_calls``,
+  ``forced_sale_volume``, ``llm_channel_sent``, ``llm_channel_read``, ``llm_memory_lines``);
   ``llm_decision_cap_holds`` and ``llm_budget_halts``: decisions a decision cap or a USD cap
   stopped.
-- ``mechanisms``: the mechanisms this run's config switches on (``MECHANISMS``: the name, the
-  config that switches it on, the activity that shows it acted), comma-separated;
-  ``mechanisms_idle``: those among them that never acted in this run.
+- ``mechanisms``: the mechanisms switched on in this run, comma-separated; ``mechanisms_idle``:
+  those among them that never acted (manifest ``mechanisms`` and ``mechanisms_idle``).
 - ``notes``: why a statistic is null when the run is too short for it (``key: reason``,
   separated by "; "), e.g. a two-asset run with fewer returns than its VAR needs.
 """
@@ -72,8 +70,6 @@ import polars as pl
 
 # error_class of a decision the LLM layer never sent: a USD cap stopped it, or a decision cap.
 BLOCKED = ("budget_halt", "decision_cap")
-# Why the exchange refuses an order (orders.parquet ``reason``).
-REJECT_REASONS = ("invalid", "halted", "position_limit", "insufficient_funds")
 MIN_RETURNS = {"volatility": 2, "excess_kurtosis": 4}
 MIN_PAIRED_RETURNS = 3  # ret_corr (and so spillover_dy) of two assets
 
@@ -412,56 +408,18 @@ def llm_outcomes(run: RunFiles) -> dict[str, Any]:
     return out
 
 
-# Manifest counts of the activity table: outcome key -> manifest key (null if absent).
-MANIFEST_COUNTS = {"margin_calls": "margin_calls", "forced_sale_volume": "forced_sale_volume",
-                   "llm_channel_sent": "channel_sent", "llm_channel_read": "channel_read",
-                   "llm_memory_lines": "memory_lines"}
-
-
 def activity_outcomes(run: RunFiles) -> dict[str, Any]:
-    """Rejects by reason and the manifest's mechanism counts (see module docstring)."""
+    """Rejects by reason and the manifest's activity counts (see module docstring)."""
     reasons = run.orders.filter(pl.col("status") == "rejected")["reason"].to_list()
-    out: dict[str, Any] = {f"rejects_{r}": reasons.count(r) for r in REJECT_REASONS}
-    for key, field_ in MANIFEST_COUNTS.items():
-        value = run.manifest.get(field_)
-        out[key] = None if value is None else int(value)
-    return out
+    out: dict[str, Any] = {f"rejects_{r}": reasons.count(r)
+                           for r in run.manifest["reject_reasons"]}
+    return {**out, **dict(run.manifest["activity"])}
 
 
-def _cfg(config: dict[str, Any], path: str) -> Any:
-    for part in path.split("."):
-        config = config.get(part) if isinstance(config, dict) else None
-    return config
-
-
-def _leveraged(c: dict[str, Any]) -> bool:
-    slots = _cfg(c, "population.slot_types") or {}
-    return (_cfg(c, "population.mix.leveraged") or 0) > 0 or "leveraged" in slots.values()
-
-
-# Mechanism -> (is it switched on, given the config and whether the run has LLM traders;
-# the outcome that is positive when it acted).
-MECHANISMS = {
-    "breaker": (lambda c, llm: _cfg(c, "exchange.halt_threshold") is not None, "n_halts"),
-    "position_limit": (lambda c, llm: _cfg(c, "exchange.position_limit") is not None,
-                       "rejects_position_limit"),
-    "leverage": (lambda c, llm: _leveraged(c), "margin_calls"),
-    "call_auction": (lambda c, llm: _cfg(c, "exchange.mechanism") == "call_auction", "volume"),
-    "memory": (lambda c, llm: llm and (_cfg(c, "population.llm.memory") or 0) > 0,
-               "llm_memory_lines"),
-    "channel": (lambda c, llm: llm and bool(_cfg(c, "population.llm.channel")),
-                "llm_channel_read"),
-    "decision_cap": (lambda c, llm: llm and _cfg(c, "population.llm.decision_cap") is not None,
-                     "llm_decision_cap_holds"),
-}
-
-
-def mechanisms(config: dict[str, Any], out: dict[str, Any]) -> dict[str, str]:
+def mechanisms(manifest: dict[str, Any]) -> dict[str, str]:
     """The mechanisms switched on and those among them that never acted (comma-separated)."""
-    on = [m for m, (switched, _) in MECHANISMS.items()
-          if switched(config, out.get("n_llm_agents", 0) > 0)]
-    idle = [m for m in on if not (out.get(MECHANISMS[m][1]) or 0) > 0]
-    return {"mechanisms": ",".join(on), "mechanisms_idle": ",".join(idle)}
+    return {"mechanisms": ",".join(manifest["mechanisms"]),
+            "mechanisms_idle": ",".join(manifest["mechanisms_idle"])}
 
 
 def score(run: RunFiles, th: Thresholds | None = None) -> dict[str, Any]:
@@ -473,4 +431,4 @@ def score(run: RunFiles, th: Thresholds | None = None) -> dict[str, Any]:
     notes: list[str] = []
     out = {**market_outcomes(run, th, notes), **shocks_outcomes(run.ticks, shocks, notes),
            **exchange_outcomes(run), **llm_outcomes(run), **activity_outcomes(run)}
-    return {**out, **mechanisms(run.config, out), "notes": "; ".join(notes)}
+    return {**out, **mechanisms(run.manifest), "notes": "; ".join(notes)}

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from market_agents.plugins import MECHANISMS
+
 # The outcomes the pilot's σ̂_d table and the freeze's minimum detectable effects cover (§4): the
 # outcomes a design may declare primary.
 PRIMARY_OUTCOMES = (
@@ -44,13 +46,12 @@ PRIMARY_OUTCOMES = (
 DEFAULT_PRIMARY = ("volatility", "mispricing")
 # The outcomes the paper estimates for every cell (the primary ones above, plus the episode
 # counts, the placebo move and volume), in the order the tables list them; halts and the reject
-# ratio only where the cell switches on the mechanism they measure (breaker, position limit).
+# ratio only where the cell switches on a mechanism they measure (each mechanism's `measures`).
 PAPER_OUTCOMES = (
     "volatility", "excess_kurtosis", "mispricing", "rad", "rd", "n_bubbles", "bubble_share",
     "n_crashes", "crash_share", "shock_half_ticks", "shock_priced_share", "placebo_move",
     "mean_spread", "volume", "turnover", "n_halts", "reject_ratio",
 )
-APPLIES_WHEN = {"n_halts": "breaker", "reject_ratio": "position_limit"}
 
 # §4: the pilot's seeds 1-3 never enter a confirmatory estimate.
 PILOT_SEEDS = (1, 2, 3)
@@ -335,9 +336,11 @@ def holm(p: Sequence[float | None]) -> list[float | None]:
 
 
 def applies(y: str, mechanisms: set[str]) -> bool:
-    """Whether outcome ``y`` is estimated for a cell with these switched-on mechanisms."""
-    need = APPLIES_WHEN.get(y)
-    return need is None or need in mechanisms
+    """Whether outcome ``y`` is estimated for a cell with these switched-on mechanisms: an
+    outcome that measures a mechanism (its ``measures``, e.g. the breaker's ``n_halts``) only
+    where one that it measures is on."""
+    need = {m.name for m in MECHANISMS if y in m.measures}
+    return not need or bool(need & mechanisms)
 
 
 def estimates(outcomes: pl.DataFrame, contrasts: Sequence[Contrast],

@@ -106,12 +106,12 @@ def holdings_of_run(config: Config, tables: dict[str, Any], asset: int = 0
     held = realism.holdings_by_type(
         n_ticks, trades["tick"].to_numpy(), trades["price"].to_numpy(), trades["qty"].to_numpy(),
         trades["buyer"].to_numpy(), trades["seller"].to_numpy(), types,
-        {s: c for s, (c, _) in opening.items()}, {s: h for s, (_, h) in opening.items()})
+        {s: o.cash for s, o in opening.items()}, {s: o.shares for s, o in opening.items()})
     starts = {}
     for kind in held:
         members = [opening[s] for s in slots if types[s] == kind]
-        starts[kind] = {"cash": sum(c for c, _ in members) / len(members),
-                        "shares": sum(h for _, h in members) / len(members)}
+        starts[kind] = {"cash": sum(o.cash for o in members) / len(members),
+                        "shares": sum(o.shares for o in members) / len(members)}
     return held, starts
 
 

@@ -7,7 +7,6 @@ import argparse
 from pathlib import Path
 
 from market_agents.analysis import estimands
-from market_agents.analysis.estimands import fired
 from market_agents.errors import ConfigError
 
 COLUMNS = {
@@ -26,25 +25,6 @@ COLUMNS = {
     "spillover_dy": ("DY %", "{:.1f}"),
     "llm_usd": ("USD", "{:.4f}"),
 }
-# Labels of the mechanism-activity columns (analysis.estimands.ACTIVITY: which, and in what order).
-_LABELS = {
-    "n_halts": ("halts", "{:.2f}"),
-    "halted_ticks": ("halted", "{:.1f}"),
-    "rejects_halted": ("rej:halt", "{:.1f}"),
-    "rejects_position_limit": ("rej:limit", "{:.1f}"),
-    "rejects_insufficient_funds": ("rej:funds", "{:.1f}"),
-    "rejects_invalid": ("rej:inval", "{:.1f}"),
-    "margin_calls": ("margin", "{:.2f}"),
-    "forced_sale_volume": ("forced", "{:.1f}"),
-    "llm_channel_sent": ("ch.sent", "{:.1f}"),
-    "llm_channel_read": ("ch.read", "{:.1f}"),
-    "llm_memory_lines": ("memory", "{:.1f}"),
-    "llm_decision_cap_holds": ("cap.hold", "{:.1f}"),
-    "llm_budget_halts": ("usd.halt", "{:.1f}"),
-}
-ACTIVITY = {key: _LABELS[key] for key in estimands.ACTIVITY}
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``ma summary`` and its arguments to the ``ma`` subcommands."""
     p = sub.add_parser(
@@ -52,8 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="print a design's outcomes and mechanism activity, one line per cell",
         description="Read OUTCOMES (a design's outcomes.parquet, written by `ma gather` or the "
         "workflow) and print the mean of the main outcomes over each cell's seeds, then the "
-        "mechanism-activity table (halts, rejects by reason, margin calls and forced-sale "
-        "volume, channel messages, memory lines, decision-cap and budget halts; mean per run) "
+        "mechanism-activity table (halts, rejects by reason, each mechanism's counts as its "
+        "module labels them, the LLM traders' channel, memory, decision-cap and budget "
+        "counts; mean per run) "
         "with, for each mechanism the cell switches on, the seeds in which it acted. USD is "
         "the answers' cost at the price table, also for the mock (which pays nothing; what "
         "was paid is printed below the table). A cell "
@@ -111,10 +92,11 @@ def main(args: argparse.Namespace) -> int:
             paid = float(table["llm_usd_spent"].fill_null(0).sum())
             line += f"; paid: {paid:.4f} USD in all (llm_usd_spent)"
         print(line)
-    activity = [c for c in ACTIVITY if c in table.columns]
+    labels = estimands.activity_labels()
+    activity = [c for c in labels if c in table.columns]
     if not activity:
         return 0
-    acted = fired(table)
+    acted = estimands.fired(table)
     label = {cell: ", ".join(f"{m} {a}/{n}" for m, (a, n) in mechs.items()) or "-"
              for cell, mechs in acted.items()}
     per_cell = (table.group_by("cell", maintain_order=True)
@@ -122,12 +104,12 @@ def main(args: argparse.Namespace) -> int:
                 .with_columns(pl.col("cell").replace_strict(label, default="-").alias("fired")))
     print("\nmechanism activity (mean per run; fired: seeds where each mechanism the cell "
           "switches on acted / seeds)")
-    _table(per_cell, "cell", ACTIVITY, "fired")
+    _table(per_cell, "cell", labels, "fired")
     if args.runs:
         print("\nmechanism activity per run")
         runs = table.select("cell", "seed", *activity).with_columns(
             pl.format("{}/{}", "cell", "seed").alias("run"))
-        _table(runs, "run", ACTIVITY)
+        _table(runs, "run", labels)
     for cell, mechs in acted.items():
         for m, (a, n) in mechs.items():
             if a == 0:

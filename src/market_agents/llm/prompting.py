@@ -52,6 +52,10 @@ _V2_LIMITS = (
     "at most {max_text} characters each. Answer with the JSON object only, no other text."
 )
 
+# A market with trading costs says so (no text without: those prompts stay byte-identical).
+_FEE = ("\nEvery trade costs the buyer and the seller each {fee:g} of its value ({bps:g} basis "
+        "points: a transaction tax), paid from cash.")
+
 # The revisions a config may name (population.llm.prompt_version).
 REVISIONS: dict[str, str] = {"v1": _BASE, "v2": _BASE + _V2_LIMITS}
 
@@ -86,17 +90,19 @@ def prompt_id(prompt_set: str, persona: str, version: str = PROMPT_VERSION) -> s
 def system_text(rules: dict[str, Any], version: str = PROMPT_VERSION) -> str:
     """The rules part of the system prompt of revision ``version`` (:data:`REVISIONS`).
     ``rules``: ``ticks`` (session length), ``decision_interval`` (ticks between decisions),
-    ``tick_size`` (currency units), ``order_ttl`` (ticks a limit order rests), ``n_assets``.
-    Raises ValueError for an unknown revision."""
+    ``tick_size`` (currency units), ``order_ttl`` (ticks a limit order rests), ``n_assets``,
+    and ``fee_rate`` (optional: each side's fee as a fraction of a trade's value, stated when
+    set). Raises ValueError for an unknown revision."""
     if version not in REVISIONS:
         raise ValueError(f"unknown prompt version {version!r}; known: {sorted(REVISIONS)}")
     n = int(rules["n_assets"])
+    fee = float(rules.get("fee_rate") or 0.0)
     return REVISIONS[version].format(
         ticks=int(rules["ticks"]), interval=int(rules["decision_interval"]),
         tick=f"{float(rules['tick_size']):g}", ttl=int(rules["order_ttl"]),
         assets="asset 0" if n == 1 else f"one of assets 0 to {n - 1}",
         asset_ex="0" if n == 1 else "|".join(str(i) for i in range(n)),
-        max_qty=MAX_QTY, max_text=MAX_TEXT)
+        max_qty=MAX_QTY, max_text=MAX_TEXT) + (_FEE.format(fee=fee, bps=fee * 1e4) if fee else "")
 
 
 def _r(x: float | None, nd: int = 2) -> float | None:

@@ -2,8 +2,10 @@
 
 Cash is held in integer price ticks (cents at the default tick size) so that total cash and
 total shares are conserved exactly; :meth:`Exchange.conservation_ok` checks it.
-Rules that watch the market (the circuit breaker) are hooks with ``on_after_tick`` that act only
-through public methods such as :meth:`Exchange.halt`.
+Market rules (the circuit breaker, position limits, margin calls, a transaction tax) are
+mechanisms on the exchange's events (:mod:`market_agents.market.mechanism`) that act only
+through its public methods: :meth:`Exchange.halt`, :meth:`Exchange.charge`,
+:meth:`Exchange.submit`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import heapq
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from market_agents.config import ExchangeConfig
 from market_agents.market.book import Book, Resting
@@ -24,6 +27,15 @@ MAX_PRICE_TICKS = 10**12
 # A limit within this fraction of a tick of the grid is on the grid: in floats 100.01 / 0.01 is
 # 10000.999999999998, and rounding that down would move every on-grid buy a tick lower.
 GRID_TOLERANCE = 1e-9
+# Why the exchange itself refuses an order (orders.parquet ``reason``), in the order it checks:
+# malformed, halted, then each mechanism's refusals (their own ``admit``), then funds. Outcomes
+# count each reason of :meth:`Exchange.refusal_reasons` as ``rejects_<reason>`` in every run.
+CHECKED_FIRST = ("invalid", "halted")
+CHECKED_LAST = ("insufficient_funds",)
+# Labels of the exchange's own activity outcomes and refusals (``ma summary``, the paper).
+ACTIVITY_LABELS = {"n_halts": ("halts", "{:.2f}"), "halted_ticks": ("halted", "{:.1f}")}
+REFUSAL_LABELS = {"invalid": "rej:inval", "halted": "rej:halt",
+                  "insufficient_funds": "rej:funds"}
 
 
 def limit_ticks(price: float, side: int, tick_size: float) -> int:
@@ -109,6 +121,21 @@ class Account:
     order_asset: dict[int, int] = field(default_factory=dict)
 
 
+class Fill(NamedTuple):
+    """One fill: ``qty`` shares of ``asset`` at ``price`` (integer ticks) from ``seller`` to
+    ``buyer``; ``taker_side`` is the side of the order that met the resting one
+    (``buy_id``/``sell_id``: the two orders' ids)."""
+
+    asset: int
+    buyer: Account
+    seller: Account
+    qty: int
+    price: int
+    taker_side: int
+    buy_id: int
+    sell_id: int
+
+
 class Exchange:
     """The exchange of one run: a book per asset (or a periodic call auction), accounts, order
     checks (funds, short sales, position limits, halts), fills, expiries and the order and trade
@@ -132,12 +159,13 @@ class Exchange:
         self.mid = [float(p) for p in start_prices]
         self.halted_until = -1
         self.halts: list[list[int]] = []
-        self.hooks: list = []
+        self.mechanisms: list[Any] = []  # market.mechanism.Mechanism instances
+        self._admit: list = []  # the installed mechanisms' hooks, by event
+        self._on_fill: list = []
+        self._end_tick: list = []
+        self.pot = 0  # cash the mechanisms charged (ticks): counted in the conserved total
         self.tick_volume = [0] * n_assets
         self.tick_trades = [0] * n_assets
-        # Orders the margin rule sent (logged as kind "margin_call") and the shares they traded.
-        self.forced_ids: set[int] = set()
-        self.forced_volume = 0
         # Logs are lists of row tuples (cheap to append); see ORDER_COLUMNS, TRADE_COLUMNS.
         self.order_rows: list[tuple] = []
         self.trade_rows: list[tuple] = []
@@ -145,7 +173,6 @@ class Exchange:
         # Read on every order: the settings once, and each tick count's price once (rounding
         # to 10 decimals is the dearest step of logging a price).
         self._tick_size = cfg.tick_size
-        self._position_limit = cfg.position_limit
         self._order_ttl = cfg.order_ttl
         self._call_auction = cfg.mechanism == "call_auction"
         self.price_of = _PriceOf(cfg.tick_size)  # ticks -> price: to_price, as a mapping
@@ -180,18 +207,38 @@ class Exchange:
             accounts[slot] = Account(slot, kind, is_llm, ticks, [shares] * n, leverage, 0,
                                      [0] * n, [0] * n)
 
+    def install(self, mechanisms: Iterable[Any]) -> None:
+        """Run ``mechanisms`` (:class:`market_agents.market.mechanism.Mechanism`, which
+        imports this module) at the exchange's events, in the order given."""
+        for m in mechanisms:
+            self.mechanisms.append(m)
+            for hooks, hook in ((self._admit, m.admit), (self._on_fill, m.on_fill),
+                                (self._end_tick, m.end_tick)):
+                if hook is not None:
+                    hooks.append(hook)
+
+    def charge(self, acct: Account, ticks: int) -> None:
+        """Move ``ticks`` of cash from ``acct`` to the exchange's pot (a mechanism's fee)."""
+        acct.cash -= ticks
+        self.pot += ticks
+
+    def credit(self, acct: Account, ticks: int) -> None:
+        """Move ``ticks`` of cash from the exchange's pot to ``acct`` (a mechanism's rebate)."""
+        acct.cash += ticks
+        self.pot -= ticks
+
     def seal(self) -> None:
         """Record the totals that must be conserved (after all accounts are open)."""
         self._initial = self._totals()
 
     def _totals(self) -> tuple[int, list[int]]:
-        cash = sum(a.cash for a in self.accounts.values())
+        cash = self.pot + sum(a.cash for a in self.accounts.values())
         shares = [sum(a.shares[i] for a in self.accounts.values()) for i in range(self.n_assets)]
         return cash, shares
 
     def conservation_ok(self) -> bool:
-        """Whether total cash and shares equal their totals at the opening (checked at the end
-        of every run).
+        """Whether total cash (the accounts' and the mechanisms' pot) and shares equal their
+        totals at the opening (checked at the end of every run).
         """
         return self._initial is not None and self._totals() == self._initial
 
@@ -210,7 +257,7 @@ class Exchange:
     # --- market state -------------------------------------------------------------------------
     @property
     def halted(self) -> bool:
-        """Whether trading is halted this tick (circuit breaker)."""
+        """Whether trading is halted this tick (by a mechanism: the circuit breaker)."""
         return self.tick < self.halted_until
 
     def halt(self, until: int) -> None:
@@ -234,14 +281,14 @@ class Exchange:
                 self._drop(owner, order, asset)
 
     def end_tick(self) -> None:
-        """Close the tick: run the call auction when one is due, update the mids, then run the
-        rules' hooks (circuit breaker, margin calls)."""
+        """Close the tick: run the call auction when one is due, update the mids, then the
+        mechanisms' ``end_tick`` (circuit breaker, margin calls)."""
         if self.cfg.mechanism == "call_auction" and self.tick % self.cfg.auction_interval == 0:
             for asset in range(self.n_assets):
                 self._auction(asset)
         self.update_mids()
-        for hook in self.hooks:
-            hook.on_after_tick(self)
+        for hook in self._end_tick:
+            hook()
 
     def update_mids(self) -> None:
         """Set each asset's mid from its book: the midpoint of the best quotes, the last trade
@@ -254,9 +301,18 @@ class Exchange:
                 self.mid[asset] = self.to_price(self.last[asset])
 
     # --- orders -------------------------------------------------------------------------------
-    def submit(self, slot: int, action: Order | Cancel, forced: bool = False) -> None:
-        """Check, log and execute one action of ``slot``. ``forced``: a liquidation order of
-        the margin rule, logged as kind ``margin_call`` and counted in ``forced_volume``."""
+    def submit(self, slot: int, action: Order | Cancel, kind: str | None = None) -> int:
+        """Check, log and execute one action of ``slot``.
+
+        Args:
+            slot: the account it is for.
+            action: an order or a cancel.
+            kind: the order log's ``kind`` of an order a mechanism sends on the account's
+                behalf (e.g. ``margin_call``); None: the trader's own (``limit`` or ``market``).
+
+        Returns:
+            The order's id (0 for a cancel).
+        """
         acct = self.accounts[slot]
         if isinstance(action, Cancel):
             self._log(acct, -1 if action.asset is None else action.asset, 0, "cancel", 0, 0, None,
@@ -267,8 +323,9 @@ class Exchange:
                 asset = acct.order_asset[order.id]
                 if action.asset is None or action.asset == asset:
                     self._drop(slot, order, asset)
-            return
-        kind = "margin_call" if forced else "market" if action.price is None else "limit"
+            return 0
+        if kind is None:
+            kind = "market" if action.price is None else "limit"
         if kind == "market" and self._call_auction and (
                 0 <= action.asset < self.n_assets and action.side in (1, -1)):
             # A market order joins the next auction as a limit 10 % through the last price,
@@ -283,24 +340,19 @@ class Exchange:
         self._log(acct, action.asset, oid, kind, action.side, action.qty, action.price, reason,
                   None if limit is None else self.to_price(limit))
         if reason is None:
-            if forced:
-                self.forced_ids.add(oid)
             self._execute(acct, action, oid, limit)
+        return oid
 
     def _check(self, acct: Account, o: Order, limit: int | None) -> str | None:
         """Why a well-formed order is refused (None: accepted); ``limit`` is its price in ticks."""
         if self.tick < self.halted_until:  # self.halted
             return "halted"
+        for admit in self._admit:
+            reason = admit(acct, o, limit)
+            if reason is not None:
+                return reason
         a = o.asset
-        cap = self._position_limit
-        if cap is not None:
-            exposure = (acct.shares[a] + acct.committed_buy[a] if o.side == BUY
-                        else acct.shares[a] - acct.committed_sell[a])
-            after = exposure + o.side * o.qty
-            # An order that brings the position back toward the limit is always allowed.
-            if abs(after) > cap and abs(after) > abs(exposure):
-                return "position_limit"
-        ref = limit if limit is not None else self._reference(a, o.side)
+        ref = limit if limit is not None else self.reference(a, o.side)
         if acct.leverage <= 1.0:
             if o.side == BUY and acct.cash - acct.committed_cash < ref * o.qty:
                 return "insufficient_funds"
@@ -314,7 +366,9 @@ class Exchange:
                 return "insufficient_funds"
         return None
 
-    def _reference(self, asset: int, side: int) -> int:
+    def reference(self, asset: int, side: int) -> int:
+        """The price (ticks) a market order of ``side`` is checked at: the best quote it
+        would meet, else the last trade."""
         best = self.books[asset].best(-side)
         return best if best is not None else self.last[asset]
 
@@ -394,8 +448,12 @@ class Exchange:
         self.last[asset] = price
         self.tick_volume[asset] += qty
         self.tick_trades[asset] += 1
-        if self.forced_ids and (resting.id in self.forced_ids or taker_id in self.forced_ids):
-            self.forced_volume += qty
+        if self._on_fill:
+            buy_id, sell_id = (taker_id, resting.id) if taker_side == BUY else (resting.id,
+                                                                                taker_id)
+            fill = Fill(asset, buyer, seller, qty, price, taker_side, buy_id, sell_id)
+            for hook in self._on_fill:
+                hook(fill)
         self.trade_rows.append((self.tick, asset, self.to_price(price), qty, buyer.slot,
                                 seller.slot, taker_side, buyer.is_llm, seller.is_llm))
 
@@ -445,6 +503,14 @@ class Exchange:
     def trade_log(self) -> dict[str, list]:
         """The trade log as columns (``TRADE_COLUMNS``)."""
         return _columns(TRADE_COLUMNS, self.trade_rows)
+
+
+def refusal_reasons(mechanisms: Iterable[Any]) -> tuple[str, ...]:
+    """Every reason an exchange may refuse an order with, given the registered ``mechanisms``
+    (classes, installed or not), in the order it checks them: what outcomes count as
+    ``rejects_<reason>`` (manifest ``reject_reasons``)."""
+    own = [r for m in mechanisms for r in m.refusals]
+    return (*CHECKED_FIRST, *dict.fromkeys(own), *CHECKED_LAST)
 
 
 ORDER_COLUMNS = ("tick", "slot", "asset", "order_id", "kind", "side", "qty", "price", "status",

@@ -54,7 +54,8 @@ class AssetView(NamedTuple):
 
 
 class MarketView(NamedTuple):
-    """Everything one trader may know at a decision: public market data and its own account."""
+    """Everything one trader may know at a decision: public market data, its own account and
+    the rules it trades under (its position limit and leverage, the fee on each trade)."""
 
     tick: int
     slot: int
@@ -65,3 +66,4 @@ class MarketView(NamedTuple):
     max_leverage: float  # 1.0 for unlevered traders
     open_orders: tuple[tuple[int, int, int, float, int], ...] = ()
     # (order_id, asset, side, price, remaining qty)
+    fee_rate: float = 0.0  # fraction of a trade's value each side pays (a transaction tax)

@@ -65,9 +65,10 @@ ARTIFACTS: tuple[Artifact, ...] = (
              "primary estimates: treated mean and paired difference against share_0 with its "
              "95 % t interval; phi = 0 is the control itself. " + EST),
     Artifact("mechanism_activity", "table", "Mechanism activity",
-             "Per cell, the mean per run of the mechanism-activity outcomes (halts, halted ticks, "
-             "rejects by reason, margin calls, forced-sale volume, channel messages sent and "
-             "read, memory lines, decision-cap holds, budget halts), the mechanisms the cell "
+             "Per cell, the mean per run of the mechanism-activity outcomes as the runs "
+             "recorded them (the exchange's halts and rejects by reason, each installed "
+             "mechanism's counts, the LLM traders' channel, memory and cap counts), the "
+             "mechanisms the cell "
              "switches on with the seeds in which each acted, and a flag for a mechanism that "
              "never acted in any seed (outcomes.parquet: mechanisms, mechanisms_idle)."),
     Artifact("model_mix", "table", "Model mix per cell",

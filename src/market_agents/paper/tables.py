@@ -11,7 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from market_agents import layout
-from market_agents.analysis.estimands import ACTIVITY, fired
+from market_agents.analysis.estimands import activity_labels, fired
 from market_agents.paper.data import PaperData, Skip
 
 LIBRARY_CELL = "library_1000"
@@ -24,7 +24,7 @@ def mechanism_activity(data: PaperData) -> pl.DataFrame | Skip:
     Returns:
         A polars frame, or a :class:`Skip` saying why the design does not support the table.
     """
-    present = [c for c in ACTIVITY if c in data.outcomes.columns]
+    present = [c for c in activity_labels() if c in data.outcomes.columns]
     if not present or "mechanisms" not in data.outcomes.columns:
         return Skip("outcomes.parquet has no mechanism-activity columns (re-run `ma gather`)")
     acted = fired(data.outcomes)

@@ -28,8 +28,9 @@ from market_agents.pipeline.workflow_config import WorkflowConfig, validate_work
 from market_agents.protocol.batches import batch_key, broken_cell_runs
 from market_agents.protocol.planning import run_config
 from market_agents.protocol.registry import DesignRegistry
+from market_agents.protocol.steps import StaleRun, paid_by_other_code
 from market_agents.protocol.tiers import TIERS, label, rehearsal_target, target, tier_key
-from market_agents.sim.rundir import OUTCOMES_FILE, RUN_FILES
+from market_agents.sim.rundir import OUTCOMES_FILE, RUN_FILES, is_complete, read_manifest
 
 # The protocol's stages as `make dag` draws them (targets of rules/targets.smk): up to the
 # freeze, then after it (pipeline/dagrender.merge_stages).
@@ -252,7 +253,18 @@ class Workflow:
         return self.design_file(wildcards.design)
 
     def live_gate(self, wildcards: Any) -> str:
-        """The budget manifest a live run waits for: its design and its cell's tier."""
+        """The budget manifest a live run waits for: its design and its cell's tier.
+
+        Raises:
+            StaleRun: the run exists, paid, and was made by other code than today's
+                (``steps.paid_by_other_code``): the target stops while Snakemake builds its
+                DAG, before any job runs, so nothing is paid and the paid run is never made
+                again silently."""
+        path = layout.run_dir(wildcards.design, wildcards.cell, int(wildcards.seed))
+        if is_complete(path):
+            stop = paid_by_other_code(path, read_manifest(path))
+            if stop is not None:
+                raise StaleRun(stop)
         return self.gate_manifest(wildcards.design,
                                   self.designs.tier_of(wildcards.design, wildcards.cell))
 

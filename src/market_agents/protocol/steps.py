@@ -175,6 +175,20 @@ def made_by_other_code(manifest: dict[str, Any]) -> str | None:
     return short(made) if made else "made before fingerprints"
 
 
+def paid_by_other_code(path: Path, manifest: dict[str, Any]) -> str | None:
+    """Why a finished run must stop a command that would use it: it paid and was made by other
+    code than today's (one line naming it and how to make it again); None otherwise. A paid
+    run is never made again silently (issue 34): ``ma design``/``ma cell`` and the workflow's
+    live runs (:meth:`market_agents.pipeline.workflow.Workflow.live_gate`) stop on it."""
+    other_code, usd = made_by_other_code(manifest), paid_usd(manifest)
+    if other_code is None or usd <= 0:
+        return None
+    return (f"{path}: a paid run ({usd:.4f} USD) made by other code ({other_code}; now "
+            f"{short(fingerprint())}); a paid run is never made again silently: restore the code "
+            "that made it (its manifest's git_revision), or move it away to make it again and "
+            "pay again")
+
+
 def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
                   cache: str | Path | None = None, root: Path | str = ROOT,
                   th: Thresholds | None = None, replay: bool = False,
@@ -196,6 +210,7 @@ def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
     if is_complete(path):
         manifest = read_manifest(path)
         other_code, usd = made_by_other_code(manifest), paid_usd(manifest)
+        stop = paid_by_other_code(path, manifest)
         try:
             check_fresh(design, cell, seed, mock, path, manifest)
         except StaleRun:
@@ -203,12 +218,8 @@ def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
                 raise
             did = "replaced"
         else:
-            if other_code is not None and usd > 0:
-                raise StaleRun(
-                    f"{path}: a paid run ({usd:.4f} USD) made by other code ({other_code}; "
-                    f"now {short(fingerprint())}); a paid run is never made again silently: "
-                    "restore the code that made it (its manifest's git_revision), or move it "
-                    "away to make it again and pay again")
+            if stop is not None:
+                raise StaleRun(stop)
             if other_code is not None:
                 did = "replaced"
             else:

@@ -24,17 +24,26 @@ ticks; the freeze pins the frozen outcome definitions), ``paper/``, ``pipeline/`
 errors (``atomic.py``, ``inputs.py``, ``outputs.py``, ``errors.py``, ``layout.py``,
 ``cli.py``).
 
+Plug-ins from other packages (trader types and mechanisms registered through entry points,
+:mod:`market_agents.plugins`) decide a run's tables as much as the package's own modules: the
+source file of each module their entry points name is hashed too, named ``plugin:<module>``.
+
 The hash covers each file's path relative to the package root and its bytes, in sorted path
 order, so it is the same wherever the package is installed and changes when a file is added,
 removed, renamed or edited. It is computed once per process: this module imports only the
-standard library, and hashing its forty-odd files (about 0.4 MB) takes a few milliseconds.
+standard library and the registries' module (not what they register), and hashing its
+sixty-odd files (about 0.4 MB) takes a few milliseconds.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
+from importlib.metadata import entry_points
 from pathlib import Path
+
+from market_agents.plugins import MECHANISMS, TRADERS
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 """The ``market_agents`` package folder the fingerprint of this process reads."""
@@ -96,12 +105,30 @@ def fingerprint(root: Path = PACKAGE_ROOT) -> str:
         FileNotFoundError: a file or folder of :data:`ENGINE` is missing.
     """
     h = hashlib.sha256()
-    for rel in engine_files(root):
-        data = (root / rel).read_bytes()
+    files = {rel: root / rel for rel in engine_files(root)}
+    files.update(plugin_files())
+    for rel, path in sorted(files.items()):
+        data = path.read_bytes()
         # path and length first: moving bytes from one file to the next changes the hash
         h.update(f"{rel}\0{len(data)}\0".encode())
         h.update(data)
     return h.hexdigest()
+
+
+def plugin_files() -> dict[str, Path]:
+    """``plugin:<module>`` -> the source file of each module an installed plug-in's entry point
+    names (trader types and mechanisms from other packages), found without importing it: the
+    fingerprint stays cheap and the same in every process, whatever it has loaded."""
+    out = {}
+    for group in (TRADERS.group, MECHANISMS.group):
+        for ep in entry_points(group=group):
+            try:
+                spec = importlib.util.find_spec(ep.module)
+            except (ImportError, ValueError):
+                spec = None  # a broken plug-in is named when the registry loads it
+            if spec is not None and spec.origin and Path(spec.origin).is_file():
+                out[f"plugin:{ep.module}"] = Path(spec.origin)
+    return out
 
 
 def short(value: str | None) -> str:

@@ -87,6 +87,16 @@ NO_LLM_USAGE: dict[str, Any] = {
 }
 
 
+# The LLM traders' activity counts (manifest ``activity``, None in a run without LLM traders)
+# and the LLM outcomes that count what stopped their decisions: outcome name -> (label, format)
+# for ``ma summary`` and the paper's activity table.
+LLM_ACTIVITY: dict[str, tuple[str, str]] = {
+    "llm_channel_sent": ("ch.sent", "{:.1f}"), "llm_channel_read": ("ch.read", "{:.1f}"),
+    "llm_memory_lines": ("memory", "{:.1f}")}
+LLM_HOLDS: dict[str, tuple[str, str]] = {
+    "llm_decision_cap_holds": ("cap.hold", "{:.1f}"), "llm_budget_halts": ("usd.halt", "{:.1f}")}
+
+
 def classical_llm_fields() -> dict[str, Any]:
     """The LLM fields of the manifest of a run without LLM traders, so every manifest has the
     replication checklist's fields (protocol §6): no prompt version, zero usage, and the price

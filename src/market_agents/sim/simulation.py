@@ -18,32 +18,25 @@ import numpy as np
 import polars as pl
 
 from market_agents import rng as streams_mod
-from market_agents.agents.base import Trader
-from market_agents.agents.classical import (
-    CLASSICAL,
-    Fundamentalist,
-    LeveragedTrader,
-    MarketMaker,
-    NoiseTrader,
-    activity_path,
-)
-from market_agents.config import Config
-from market_agents.market.exchange import Exchange
+from market_agents.agents.base import Opening, RunContext, Trader
+from market_agents.agents.traders.llm import LLMTrader
+from market_agents.agents.traders.market_maker import MarketMaker
+from market_agents.config import Config, draw_order
+from market_agents.market.exchange import Exchange, refusal_reasons
 from market_agents.market.fundamentals import draw_path
-from market_agents.market.rules import CircuitBreaker, MarginCall
+from market_agents.market.mechanism import trading_fee
 from market_agents.market.types import AssetView, MarketView
-from market_agents.sim.rundir import SCHEMAS, classical_llm_fields
-
-MIX_ORDER = ("fundamentalist", "trend", "noise", "leveraged", "statarb")
+from market_agents.plugins import MECHANISMS, TRADERS
+from market_agents.sim.rundir import LLM_ACTIVITY, SCHEMAS, classical_llm_fields
 
 
 @dataclass(frozen=True)
 class Population:
-    """Who sits in each trader slot: its classical type, which slots are LLM traders, and
+    """Who sits in each trader slot: its trader type, which slots are LLM traders, and
     each slot's activation phase (shape ``(n_traders,)``, in 0..decision_interval-1).
     """
 
-    types: tuple[str, ...]  # classical type of every slot (what it is when it is not an LLM)
+    types: tuple[str, ...]  # trader type of every slot (what it is when it is not an LLM)
     llm_slots: tuple[int, ...]
     phases: np.ndarray  # activation phase of every slot, in 0..decision_interval-1
 
@@ -51,8 +44,10 @@ class Population:
 def assign_population(config: Config, streams: streams_mod.Streams) -> Population:
     """Draw the population of a run from the slot and activation streams.
 
-    A slot's classical type does not depend on how many slots are LLM traders, so turning a
-    slot into an LLM trader changes that slot's decisions and nothing else.
+    The first ``n_market_makers`` slots are market makers; the others get the types of
+    ``population.mix`` in its shares, then ``population.slot_types`` pins given slots. A slot's
+    type does not depend on how many slots are LLM traders, so turning a slot into an LLM
+    trader changes that slot's decisions and nothing else.
 
     Args:
         config: the run's config (``population``, ``simulation.decision_interval``).
@@ -64,15 +59,17 @@ def assign_population(config: Config, streams: streams_mod.Streams) -> Populatio
     pop = config.population
     n, n_mm = pop.n_traders, pop.n_market_makers
     eligible = np.arange(n_mm, n)
-    # Largest-remainder counts, then a permutation from the slot stream: a slot's classical
-    # type does not depend on how many slots are LLM traders.
-    shares = np.array([getattr(pop.mix, k) for k in MIX_ORDER]) * len(eligible)
+    # Largest-remainder counts, then a permutation from the slot stream: a slot's type does not
+    # depend on how many slots are LLM traders. The types come in their draw order (the
+    # built-ins' order of every run so far, then plug-ins by name).
+    names = draw_order(pop.mix)
+    shares = np.array([pop.mix[k] for k in names]) * len(eligible)
     counts = np.floor(shares).astype(int)
     for i in np.argsort(-(shares - counts), kind="stable")[: len(eligible) - counts.sum()]:
         counts[i] += 1
-    kinds = np.repeat(np.array(MIX_ORDER), counts)
+    kinds = np.repeat(np.array(names), counts)
     kinds = streams.generator(streams_mod.SLOTS, "types").permutation(kinds)
-    types = ["market_maker"] * n_mm + kinds.tolist()
+    types = [MarketMaker.name] * n_mm + kinds.tolist()
     for slot, kind in pop.slot_types.items():
         types[slot] = kind
     order = streams.generator(streams_mod.SLOTS, "llm").permutation(eligible)
@@ -90,12 +87,19 @@ def activation_ticks(config: Config, phase: int) -> range:
     return range(sim.burn_in + int(phase), sim.ticks, sim.decision_interval)
 
 
+def trader_types(population: Population) -> dict[str, type[Trader]]:
+    """The registered class of each type in ``population``."""
+    return {kind: TRADERS.get(kind, "population") for kind in sorted(set(population.types))}
+
+
 def schedule(config: Config, population: Population) -> dict[int, list[int]]:
-    """Tick -> the slots that decide at it, in ascending slot order: every slot but the market
-    makers (who quote every tick; LLM slots are never makers) at its :func:`activation_ticks`.
+    """Tick -> the slots that decide at it, in ascending slot order: every slot but those of a
+    type that decides every tick (the market makers, who quote; LLM slots are never makers) at
+    its :func:`activation_ticks`.
     """
     sim = config.simulation
-    slots = np.array([s for s, kind in enumerate(population.types) if kind != "market_maker"],
+    every_tick = {kind for kind, cls in trader_types(population).items() if cls.every_tick}
+    slots = np.array([s for s, kind in enumerate(population.types) if kind not in every_tick],
                      dtype=np.int64)
     first = sim.burn_in + population.phases[slots].astype(np.int64)
     counts = np.maximum(0, -((first - sim.ticks) // sim.decision_interval))  # len(range(...))
@@ -109,29 +113,16 @@ def schedule(config: Config, population: Population) -> dict[int, list[int]]:
     return {at[i]: slot_list[i:j] for i, j in pairwise(starts)}
 
 
-def opening_account(config: Config, kind: str, is_llm: bool) -> tuple[float, int]:
-    """The cash (currency units) and shares a slot of classical type ``kind`` opens with:
-    market makers their own endowment, classical leveraged traders borrowed cash and no shares
-    (an LLM trader in a leveraged slot opens an ordinary account), every other slot the
-    population's ``initial_cash`` and ``initial_shares``."""
-    pop = config.population
-    if kind == "market_maker":
-        return pop.mm_initial_cash, pop.mm_initial_shares
-    if kind == "leveraged" and not is_llm:
-        return pop.leveraged_cash, 0
-    return pop.initial_cash, pop.initial_shares
-
-
-def account_leverage(config: Config, kind: str, is_llm: bool) -> float:
-    """The leverage of a slot's account: the exchange's maximum for a classical leveraged
-    trader (:class:`LeveragedTrader`), 1 for every other slot."""
-    return config.exchange.max_leverage if kind == "leveraged" and not is_llm else 1.0
+def opening_account(config: Config, kind: str, is_llm: bool) -> Opening:
+    """The cash (currency units), shares and leverage a slot of type ``kind`` opens with, as
+    its type says (``Trader.opening``; ``is_llm``: an LLM trader sits in it)."""
+    return TRADERS.get(kind, "population").opening(config, is_llm)
 
 
 def build_traders(config: Config, streams: streams_mod.Streams, population: Population,
                   ex: Exchange) -> dict[int, Trader]:
-    """One account per slot, and a classical trader in every classical slot that acts in the
-    run: the market makers and each slot with at least one activation tick.
+    """One account per slot, and a trader in every slot that is not an LLM slot and acts in
+    the run: the market makers and each slot with at least one activation tick.
 
     A trader draws its parameters from its private stream when it is built and only ever
     uses the stream again in its own decisions, so a slot that never decides (most slots when
@@ -141,39 +132,23 @@ def build_traders(config: Config, streams: streams_mod.Streams, population: Popu
     Returns:
         Slot -> trader, in slot order.
     """
-    pop, sim = config.population, config.simulation
+    sim = config.simulation
     llm = set(population.llm_slots)
     decides = (sim.burn_in + population.phases < sim.ticks).tolist()  # activation_ticks non-empty
+    classes = trader_types(population)
     # Every slot of a kind opens the same account; a row is made as it is opened, so that no
     # list of 10,000 rows stays alive (long-lived objects are what the cyclic GC scans).
-    terms = {(kind, is_llm): ("llm" if is_llm else kind, is_llm,
-                              *opening_account(config, kind, is_llm),
-                              account_leverage(config, kind, is_llm))
-             for kind in set(population.types) for is_llm in (False, True)}
+    terms = {(kind, is_llm): (LLMTrader.name if is_llm else kind, is_llm,
+                              *cls.opening(config, is_llm))
+             for kind, cls in classes.items() for is_llm in (False, True)}
     types = population.types
     ex.open_accounts((slot, *terms[kind, slot in llm]) for slot, kind in enumerate(types))
     acting = [slot for slot, kind in enumerate(types)
-              if slot not in llm and (kind == "market_maker" or decides[slot])]
+              if slot not in llm and (classes[kind].every_tick or decides[slot])]
     ex.seal()
-    traders: dict[int, Trader] = {}
-    activity = None  # drawn once, from its own stream, if a noise trader acts
-    for slot, rng in zip(acting, streams.agents(acting), strict=True):
-        kind = population.types[slot]
-        if kind == "market_maker":
-            trader: Trader = MarketMaker(slot, rng, pop.mm_initial_shares)
-        elif kind == "leveraged":
-            trader = LeveragedTrader(slot, rng, config.exchange.max_leverage)
-        elif kind == "fundamentalist":  # its orders live until the next news release
-            trader = Fundamentalist(slot, rng, config.fundamentals.news_interval)
-        elif kind == "noise":
-            if activity is None:
-                activity = activity_path(
-                    sim.ticks, streams.generator(streams_mod.TRADING_ACTIVITY)).tolist()
-            trader = NoiseTrader(slot, rng, activity)
-        else:
-            trader = CLASSICAL[kind](slot, rng)
-        traders[slot] = trader
-    return traders
+    run = RunContext(config, streams)  # the draws a type shares are made once, if it acts
+    return {slot: classes[types[slot]].build(slot, rng, run)
+            for slot, rng in zip(acting, streams.agents(acting), strict=True)}
 
 
 class Run:
@@ -191,10 +166,7 @@ class Run:
                               self.streams.generator(streams_mod.FUNDAMENTALS))
         n_assets = config.fundamentals.n_assets
         self.ex = Exchange(config.exchange, n_assets, list(self.path.public[:, 0]))
-        if config.exchange.halt_threshold is not None:
-            self.ex.hooks.append(CircuitBreaker(config.exchange, n_assets))
-        self.margin = MarginCall(config.exchange)
-        self.ex.hooks.append(self.margin)
+        self.ex.install(m(config, self.ex) for m in MECHANISMS if m.installed(config))
         self.population = assign_population(config, self.streams)
         self.traders = build_traders(config, self.streams, self.population, self.ex)
         self.llm_slots = frozenset(self.population.llm_slots)
@@ -220,6 +192,7 @@ class Run:
         self.progress = sys.stderr.isatty() if progress is None else progress
         self.tick_size = config.exchange.tick_size
         self.position_limit = config.exchange.position_limit
+        self.fee_rate = trading_fee(config)
 
     def snapshot(self, halted: bool) -> list[tuple]:
         """The public part of every asset's view, computed once per decision phase."""
@@ -261,7 +234,7 @@ class Run:
             assets = tuple([AssetView(*p, shares[i]) for i, p in enumerate(public)])
             equity = ex.equity(acct)
         return MarketView(ex.tick, slot, assets, acct.cash * tick, equity * tick,
-                          self.position_limit, acct.leverage, open_orders)
+                          self.position_limit, acct.leverage, open_orders, self.fee_rate)
 
     def execute(self) -> dict[str, Any]:
         """Run the tick loop to the end and build the run's tables (see :func:`simulate`)."""
@@ -350,19 +323,31 @@ class Run:
         tables["llm_decisions"] = pl.DataFrame(
             {k: [r.get(k) for r in llm_rows] for k in SCHEMAS["llm_decisions"]},
             schema=SCHEMAS["llm_decisions"])
+        on = [m for m in ex.mechanisms if m.switched_on()]
         summary = {
             "final_conservation_ok": ex.conservation_ok(),
             "halts": ex.halts,
             "n_rejects": sum(1 for row in ex.order_rows if row[8] == "rejected"),
-            "margin_calls": len(self.margin.events),
-            "margin_call_events": [list(e) for e in self.margin.events],
-            "forced_sale_volume": ex.forced_volume,
             "n_llm_agents": len(self.population.llm_slots),
+            "mechanism_events": {m.name: m.events() for m in on if m.events()},
         }
+        # Mechanism activity as data (outcomes, `ma summary` and the paper read it here), in
+        # lists because their order is the outcome columns' (a manifest's keys are sorted):
+        # the reasons an order may be refused, each installed mechanism's counts and the LLM
+        # traders', and the mechanisms switched on and those among them that never acted.
+        activity = {k: v for m in ex.mechanisms for k, v in m.activity().items()}
+        acted = {m.name: m.acted() for m in on}
         if self.pool:
-            summary.update(self.pool.manifest(), **self.pool.activity)
+            summary.update(self.pool.manifest())
+            activity.update(self.pool.activity)
+            acted.update(self.pool.mechanisms())
         else:
             summary.update(classical_llm_fields())
+            activity.update(dict.fromkeys(LLM_ACTIVITY))
+        summary.update({"reject_reasons": list(refusal_reasons(MECHANISMS)),
+                        "activity": [[k, v] for k, v in activity.items()],
+                        "mechanisms": list(acted),
+                        "mechanisms_idle": [m for m, did in acted.items() if not did]})
         tables["summary"] = summary
         return tables
 
