@@ -1,5 +1,4 @@
-"""A comparison table declared in a design reaches the paper: a transaction-tax design (the
-position limit standing in for the tax until ``exchange.transaction_tax`` lands) with ftt_0
+"""A comparison table declared in a design reaches the paper: a transaction-tax design with ftt_0
 against share_0 and ftt_25 against share_25 in its table ``ftt`` gives a paper with those two
 contrasts in that table, captioned from the design, in the Snakemake report's captions too;
 its tier family still pairs every cell with share_0."""
@@ -20,7 +19,7 @@ from market_agents.protocol.steps import run_design, write_gather
 from tests.paper.test_paper import ROLES
 from tests.support import ROOT
 
-STAND_IN = {"exchange.position_limit": 60}  # until exchange.transaction_tax: 0.001 lands
+TAX = {"exchange.transaction_tax": 0.001}
 TITLE = "Transaction tax against its controls"
 
 
@@ -38,9 +37,9 @@ def ftt_design(cells_extra: list[dict] | None = None, tables: dict | None = None
             {"name": "share_0", "overrides": {"population.llm_share": 0.0}},
             {"name": "share_25", "overrides": {"population.llm_share": 0.25}},
             {"name": "ftt_0", "table": "ftt", "compare_with": "share_0",
-             "overrides": {"population.llm_share": 0.0, **STAND_IN}},
+             "overrides": {"population.llm_share": 0.0, **TAX}},
             {"name": "ftt_25", "table": "ftt", "compare_with": "share_25",
-             "overrides": {"population.llm_share": 0.25, **STAND_IN}},
+             "overrides": {"population.llm_share": 0.25, **TAX}},
             *(cells_extra or [])],
     }
 

@@ -50,7 +50,7 @@ def test_the_ftt_design_compares_each_tax_cell_with_its_own_control():
     assert [c.name for c in ftt.comparisons] == ["ftt"]
     assert pairs(ftt, "ftt") == [("ftt_0", "share_0"), ("ftt_25", "share_25")]
     assert ftt.budget.cap_usd == 0.0 and ftt.cell("share_25").seeds == [1, 2, 3]
-    assert not any(ftt.is_live(c) for c, cell in ftt.cells.items() if not cell.unavailable)
+    assert not any(ftt.is_live(c) for c in ftt.cells)
 
 
 def without_declarations(src: Path, tmp_path: Path) -> Path:
@@ -104,14 +104,14 @@ SHARES = [{"name": "share_0", "overrides": {"population.llm_share": 0.0}},
 
 def test_a_contrast_against_another_cell_keeps_its_holm_family_against_share_0(tmp_path):
     """ftt_25 is compared with share_25 in its table; the pre-registered family still pairs
-    it with share_0 (stand-in knob: the position limit)."""
+    it with share_0."""
     path = write(tmp_path, [*SHARES,
                             {"name": "ftt_0", "table": "ftt",
                              "overrides": {"population.llm_share": 0.0,
-                                           "exchange.position_limit": 300}},
+                                           "exchange.transaction_tax": 0.001}},
                             {"name": "ftt_25", "table": "ftt", "compare_with": "share_25",
                              "overrides": {"population.llm_share": 0.25,
-                                           "exchange.position_limit": 300}}],
+                                           "exchange.transaction_tax": 0.001}}],
                  {"ftt": {"title": "Tax"}})
     design = load_design(path)
     assert design.comparisons[0].pairs == (("ftt_0", "share_0"), ("ftt_25", "share_25"))
@@ -171,23 +171,10 @@ def test_a_table_no_cell_joins_loads_and_the_paper_skips_it(tmp_path):
     assert comparison_artifact(empty).caption.startswith("No cell of the design joins this")
 
 
-def test_the_ftt_cells_build_once_the_tax_is_a_config_key(tmp_path):
-    """The ftt design waits for ``exchange.transaction_tax`` (its cells are unavailable until
-    then); once the key exists, the same file with the unavailable lines removed loads, and
-    the tax cells differ from their controls by the tax alone."""
-    from market_agents.config import ExchangeConfig
-
-    if "transaction_tax" not in ExchangeConfig.model_fields:
-        pytest.skip("exchange.transaction_tax is not a config key yet (the exchange work)")
-    data = yaml.safe_load((DESIGNS / "ftt.yaml").read_text())
-    for cell in data["cells"]:
-        cell.pop("unavailable", None)
-    data["base"], data["prices"] = (str(DESIGNS.parent / "baseline.yaml"),
-                                    str(DESIGNS.parent / "prices.yaml"))
-    path = tmp_path / "ftt.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    ftt = load_design(path)
+def test_the_ftt_cells_differ_from_their_controls_by_the_tax_alone():
+    ftt = load_design(DESIGNS / "ftt.yaml")
     for cell, control in (("ftt_0", "share_0"), ("ftt_25", "share_25")):
         taxed, plain = ftt.cell_config(cell), ftt.cell_config(control)
-        assert taxed.exchange.transaction_tax == 0.001
-        assert taxed.population == plain.population
+        assert taxed.exchange.switch("transaction_tax") == 0.001
+        assert plain.exchange.switch("transaction_tax") is None
+        assert taxed.population == plain.population and taxed.fundamentals == plain.fundamentals
