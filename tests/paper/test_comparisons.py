@@ -119,3 +119,21 @@ def test_a_comparison_named_as_a_catalogue_table_is_refused(project, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "tables.primary_estimates: the paper has a table of that name" in err
     assert not (project / "refused").exists()
+
+
+def test_the_tax_changes_the_market_and_conserves_cash(project):
+    """Issue 34: ftt_0's trades differ from share_0's on every seed, its quoted spread is wider
+    on average, and every run of the design conserves cash (the tax is kept in the pot)."""
+    import json
+
+    runs = project / "results/runs/ftt_demo"
+    for seed in (1, 2, 3):
+        taxed, plain = (runs / cell / f"seed{seed:04d}" for cell in ("ftt_0", "share_0"))
+        assert (taxed / "trades.parquet").read_bytes() != (plain / "trades.parquet").read_bytes()
+    o = pl.read_parquet(runs / "outcomes.parquet")
+    spread = dict(o.group_by("cell").agg(pl.col("mean_spread").mean()).iter_rows())
+    assert spread["ftt_0"] > spread["share_0"] and spread["ftt_25"] > spread["share_25"]
+    assert set(o.filter(pl.col("cell").str.starts_with("ftt"))["mechanisms"]) == {
+        "transaction_tax"}
+    for manifest in runs.glob("*/seed*/manifest.json"):
+        assert json.loads(manifest.read_text())["final_conservation_ok"], manifest
