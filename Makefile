@@ -27,7 +27,12 @@ setup: $(VENV)/ma  ## build .venv from uv.lock, or repair one that drifted from 
 # extra offline in about 0.2 s; only a mismatch runs the real sync. Without any uv to check
 # with (make run from an activated .venv whose python3 lacks it, and pip cannot add it), a
 # .venv newer than uv.lock is used as it is, with a note. (Tests that copy this Makefile pass
-# `-o $(VENV)/ma` to use the repository's .venv as it is.)
+# `-o $(VENV)/ma` to use the repository's .venv as it is.) Then the package's own bytecode:
+# uv compiles the installed packages, not the editable src/, and where PYTHONDONTWRITEBYTECODE
+# is set (as on the development machines) no process writes it, so every `ma` process (each
+# Snakemake job) compiled the ~80 modules it imports from source again, ~0.15 CPU s each
+# (bench/README.md, Workflow). Checking that it is fresh takes ~0.05 s; Python ignores the
+# stale bytecode of a module edited since.
 $(VENV)/ma: pyproject.toml uv.lock FORCE
 	@if ! $(UV) --version >/dev/null 2>&1 && ! $(PYTHON) -m pip install --quiet uv 2>/dev/null \
 		&& ! $(PYTHON) -m pip install --quiet --user --break-system-packages uv 2>/dev/null; then \
@@ -38,6 +43,8 @@ $(VENV)/ma: pyproject.toml uv.lock FORCE
 		exit 1; fi; \
 	{ $(UV) sync --all-extras --locked --check --offline --quiet >/dev/null 2>&1 \
 		|| $(UV) sync --all-extras --locked --compile-bytecode; } && touch $@
+	@if [ -d src/market_agents ] && [ -x $(VENV)/python ]; then \
+		$(VENV)/python -m compileall -q src/market_agents >/dev/null 2>&1 || true; fi
 
 FORCE:
 

@@ -19,7 +19,7 @@ import difflib
 import importlib
 import pkgutil
 from collections.abc import Iterable, Iterator
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Generic, TypeVar
 
 from market_agents.errors import ConfigError
@@ -42,6 +42,7 @@ class Registry(Generic[T]):
         self._members: dict[str, T] = {}
         self._origin: dict[str, str] = {}
         self._loaded = False
+        self._declared: tuple[EntryPoint, ...] | None = None
 
     def register(self, cls: T) -> T:
         """Register ``cls`` under its ``name`` attribute (a class decorator).
@@ -68,7 +69,8 @@ class Registry(Generic[T]):
         for info in sorted(pkgutil.iter_modules(root.__path__), key=lambda m: m.name):
             if not info.name.startswith("_"):
                 importlib.import_module(f"{self.package}.{info.name}")
-        for ep in sorted(entry_points(group=self.group), key=lambda e: e.name):
+        self._declared = None  # read afresh with the registry
+        for ep in self.declared():
             try:
                 loaded = ep.load()
             except Exception as exc:  # a broken plug-in is named, not a traceback
@@ -76,6 +78,15 @@ class Registry(Generic[T]):
                                   f"not load: {type(exc).__name__}: {exc}") from None
             if isinstance(loaded, type):
                 self.register(loaded)  # type: ignore[arg-type]
+
+    def declared(self) -> tuple[EntryPoint, ...]:
+        """The entry points installed packages declare in this registry's group, by name,
+        without loading them; read once per process, with the registry (reading them scans
+        every installed distribution's metadata, so the code fingerprint asks here rather
+        than scanning again)."""
+        if self._declared is None:
+            self._declared = tuple(sorted(entry_points(group=self.group), key=lambda e: e.name))
+        return self._declared
 
     def names(self) -> tuple[str, ...]:
         """Every registered name, sorted."""

@@ -112,3 +112,42 @@ def test_a_paid_run_of_other_code_stops_the_workflow_while_it_builds_its_dag(wor
     with pytest.raises(StaleRun, match=r"seed0002: a paid run \(0\.2500 USD\) made by other "
                                        r"code \(abababababababab; now [0-9a-f]{16}\)"):
         workflow.live_gate(cell)
+
+
+def test_a_changed_engine_plans_the_free_runs_again_end_to_end(workdir, tmp_path):
+    """The same, through Snakemake with nothing patched: once the design is made its target has
+    nothing to do; in an environment whose engine differs (an installed plug-in's module is
+    part of the code fingerprint: sim/fingerprint.plugin_files) a dry run plans every batch of
+    free runs and the gather again, and the real run replaces the runs of the other code."""
+    import re
+    import subprocess
+    import sys
+
+    from tests.support.workflow import env, smk
+    from tests.test_example_plugin import install
+
+    def jobs(out):
+        return dict(re.findall(r"^(simulate|gather)\s+(\d+)$", out.stdout + out.stderr, re.M))
+
+    made = smk(workdir, "--cores", "2", "exploratory")
+    assert made.returncode == 0, made.stderr[-3000:]
+    same = smk(workdir, "-n", "exploratory")
+    assert same.returncode == 0 and "Nothing to be done" in same.stdout + same.stderr
+    plugged = {"PYTHONPATH": install(tmp_path / "site")["PYTHONPATH"]}
+    dry = smk(workdir, "-n", "exploratory", **plugged)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert jobs(dry) == {"simulate": "2", "gather": "1"}  # share_0 and share_25, seeds 1-2
+    again = smk(workdir, "--cores", "2", "exploratory", **plugged)
+    assert again.returncode == 0, again.stderr[-3000:]
+    code = subprocess.run([sys.executable, "-c", "from market_agents.sim.fingerprint import "
+                           "fingerprint; print(fingerprint())"], env=env(**plugged),
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert code != fingerprint()
+    for cell in ("share_0", "share_25"):
+        for seed in (1, 2):
+            run = workdir / run_dir("exploratory", cell, seed)
+            assert json.loads((run / "manifest.json").read_text())["code_fingerprint"] == code
+        [record] = (workdir / run_dir("exploratory", cell, 1)).parent.glob("runs_*.json")
+        log = workdir / "results/logs/simulate/exploratory" / cell / f"{record.stem}.log"
+        assert [line.split()[0] for line in log.read_text().splitlines()] == [
+            "replaced", "replaced", "wrote"]  # the old runs' record went with them

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from market_agents import plugins
 from market_agents.config import load_config
 from market_agents.sim import fingerprint as fp
 from market_agents.sim.runner import run_to_dir
@@ -81,6 +82,25 @@ def test_the_fingerprint_imports_nothing_heavy_and_is_cheap():
     assert float(out[0]) < 1.0  # a few milliseconds; generous for a loaded machine
     assert out[1] == ("['market_agents', 'market_agents.errors', 'market_agents.plugins', "
                       "'market_agents.sim', 'market_agents.sim.fingerprint']")
+
+
+def test_installed_plugins_are_scanned_once_for_the_registries_and_the_fingerprint(monkeypatch):
+    """Reading a group's entry points scans every installed distribution's metadata (tens of
+    ms in each `ma` process); the fingerprint reuses the registries' scan."""
+    scans = []
+    real = plugins.entry_points
+    for registry in (plugins.TRADERS, plugins.MECHANISMS):
+        registry.names()  # the built-ins, registered once per process
+        for name in ("_members", "_origin"):  # the registry read afresh, restored after
+            monkeypatch.setattr(registry, name, dict(getattr(registry, name)))
+        monkeypatch.setattr(registry, "_loaded", False)
+        monkeypatch.setattr(registry, "_declared", None)
+    monkeypatch.setattr(plugins, "entry_points",
+                        lambda group: scans.append(group) or real(group=group))
+    for registry in (plugins.TRADERS, plugins.MECHANISMS):
+        registry.names()
+    assert fp.plugin_files() == fp.plugin_files()
+    assert sorted(scans) == ["market_agents.mechanisms", "market_agents.traders"]
 
 
 def test_every_run_records_the_fingerprint_of_the_code_that_made_it(tmp_path, baseline_path):

@@ -53,6 +53,7 @@ def dummy(request, tmp_path, monkeypatch):
     monkeypatch.setattr(TRADERS, "_members", dict(TRADERS._members))
     monkeypatch.setattr(TRADERS, "_origin", dict(TRADERS._origin))
     monkeypatch.setattr(TRADERS, "_loaded", False)
+    monkeypatch.setattr(TRADERS, "_declared", None)  # the entry points as the registry read them
     monkeypatch.setattr(plugins, "entry_points", lambda group: (
         installed if group == TRADERS.group else real(group=group)))
     return module

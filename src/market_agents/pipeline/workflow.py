@@ -21,9 +21,6 @@ from market_agents import layout, provider_kinds
 from market_agents.bazaar.tiers import TIERS as BAZAAR_TIERS
 from market_agents.config import config_hash
 from market_agents.errors import ConfigError
-from market_agents.paper.catalog import artifacts
-from market_agents.paper.files import Paper
-from market_agents.paper.inputs import mock_note, parse_target
 from market_agents.pipeline.workflow_config import WorkflowConfig, validate_workflow_config
 from market_agents.protocol.batches import batch_key, broken_cell_runs
 from market_agents.protocol.planning import run_config
@@ -435,6 +432,10 @@ class Workflow:
         of it is paid (or for its rehearsal), the sigma design, and for a rehearsal the
         rehearsed pilot. A live design's results are read as they are (the paper never starts
         a paid run; `ma paper` names what is missing)."""
+        # why: the paper's modules (polars, matplotlib, Markdown) load only when the paper is
+        # asked for, not in every Snakemake invocation
+        from market_agents.paper.inputs import parse_target
+
         name, rehearsal = parse_target(self.paper_target)
         files = [self.design_file(name), self.gathered(self.config.sigma, mock=rehearsal)]
         if rehearsal or not self.designs.live_tiers(name):
@@ -453,6 +454,12 @@ class Workflow:
         """The Snakemake report's caption of every table and figure (``table/<name>``,
         ``figure/<name>``; price figures share one), as reStructuredText-safe plain text: the
         paper's own caption, with its mock-based mark."""
+        # why: the paper's modules (polars, matplotlib, Markdown) load only when the paper is
+        # asked for, not in every Snakemake invocation
+        from market_agents.paper.catalog import artifacts
+        from market_agents.paper.files import Paper
+        from market_agents.paper.inputs import mock_note, parse_target
+
         name, rehearsal = parse_target(self.paper_target)
         design = self.designs.get(name)
         paper = Paper(design=name, heading="", mock_note=mock_note(design, rehearsal))

@@ -40,7 +40,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
-from importlib.metadata import entry_points
 from pathlib import Path
 
 from market_agents.plugins import MECHANISMS, TRADERS
@@ -120,8 +119,8 @@ def plugin_files() -> dict[str, Path]:
     names (trader types and mechanisms from other packages), found without importing it: the
     fingerprint stays cheap and the same in every process, whatever it has loaded."""
     out = {}
-    for group in (TRADERS.group, MECHANISMS.group):
-        for ep in entry_points(group=group):
+    for registry in (TRADERS, MECHANISMS):
+        for ep in registry.declared():  # the registry's scan, made once per process
             try:
                 spec = importlib.util.find_spec(ep.module)
             except (ImportError, ValueError):
