@@ -5,8 +5,10 @@ applies them to runs and compares them with the targets. The measures and their 
 
 - autocorrelation of returns at lags 1..L with the white-noise band ±z/√n and the Ljung–Box
   portmanteau test (Ljung & Box 1978; Cont 2001, fact 1: absence of linear autocorrelation);
-- autocorrelation of |r| to lag 100, after dividing |r| by its mean at the same phase of the
-  news calendar (Andersen & Bollerslev 1997), and a power-law fit acf(k) ≈ c·k^(−β) of its
+- autocorrelation of |r| to lag 100, raw (the ticks whose mid did not move dropped: a tick
+  without a trade or a quote change is no observation of volatility) and after dividing |r|
+  by its mean at the same phase of the news calendar (Andersen & Bollerslev 1997), and a
+  power-law fit acf(k) ≈ c·k^(−β) of its
   decay (Cont 2001, fact 8 "volatility clustering", β in 0.2–0.4 for real markets);
 - excess kurtosis of returns aggregated over 1, 5, 20 and 100 ticks (Cont 2001, fact 4
   "aggregational Gaussianity": kurtosis falls with the scale, slowly);
@@ -15,7 +17,8 @@ applies them to runs and compares them with the targets. The measures and their 
 - the volume–volatility correlation corr(volume_t, |r_t|) (Cont 2001, fact 9);
 - the distribution of mispricing |P/V − 1| (quantiles, share of ticks beyond a gap, longest
   episode), the long-horizon check of Vyetrenko et al. (2020)-style realism that a market
-  stays near value;
+  stays near value; the signed premium over V^pub (:func:`premium`) and the mispricing the
+  market adds to its value null (:func:`value_null_excess`);
 - each trader type's holdings of shares and cash over time, rebuilt from the trade log;
 - a reference, not a target: the share of return variance at news releases, and the same
   portmanteau test on a *calendar null*, an unpredictable series with the run's own news
@@ -40,6 +43,9 @@ def acf_many(x: np.ndarray, max_lag: int) -> np.ndarray:
     (zeros for a constant series; the usual biased estimator, denominator n·var)."""
     x = np.asarray(x, dtype=float)
     x = x - x.mean()
+    scale = float(np.abs(x).max()) if len(x) else 0.0
+    if scale > 0:  # the acf is scale-free; tiny values would square into subnormals
+        x = x / scale
     denom = float(np.dot(x, x))
     n = len(x)
     if denom <= 0 or n < 2:
@@ -213,6 +219,27 @@ def mispricing(price: np.ndarray, value: np.ndarray, excluded: np.ndarray | None
         "share_beyond": float(beyond.sum() / max(int(keep.sum()), 1)),
         "longest_episode": float(max((n for _, n in runs), default=0)),
     }
+
+
+def premium(price: np.ndarray, public: np.ndarray) -> float:
+    """The signed premium of a price over the public value: the mean of P/V^pub − 1 over the
+    ticks (equal-length 1-d arrays, currency units). A market whose traders see V^pub and
+    nothing else has no reason to sit above it rather than below; a positive mean in most seeds
+    is a premium the market's own rules put there (Miller 1977's short-sale constraint is the
+    classic one), and it is what an intervention that removes it would be credited with."""
+    return float(np.mean(np.asarray(price, dtype=float) / public - 1.0))
+
+
+def value_null_excess(price: np.ndarray, value: np.ndarray, public: np.ndarray,
+                      excluded: np.ndarray | None = None, gap: float = 0.05) -> float:
+    """The share of ticks on which the price is beyond ``gap`` of V although V^pub is within
+    ``gap`` of it (equal-length 1-d arrays; ``excluded`` as in :func:`mispricing`): the
+    mispricing the market adds to what it cannot know. A market priced at V^pub on every tick
+    (the value null) scores 0, whatever V's hidden jumps do; the plain share beyond ``gap`` of
+    V does not, since V^pub waits for the next release (issue 35)."""
+    keep = np.ones(len(price), dtype=bool) if excluded is None else ~excluded
+    added = (np.abs(price / value - 1.0) > gap) & (np.abs(public / value - 1.0) <= gap) & keep
+    return float(added.sum() / max(int(keep.sum()), 1))
 
 
 def after_shocks(n_ticks: int, shock_times: list[int], window: int = 50) -> np.ndarray:
