@@ -10,7 +10,7 @@ VENV := .venv/bin
 DESIGN ?= confirmatory
 WORKERS ?= 2
 
-.PHONY: setup run evaluate test test-slurm test-rehearsal test-docs check lint bench validate validate-long clean faults \
+.PHONY: setup run evaluate test test-slurm test-rehearsal test-docs check lint bench validate validate-long validate-confirmatory clean faults \
 	demo-local-llm plugin-example plugin-example-remove help
 
 .DEFAULT_GOAL := help
@@ -110,6 +110,10 @@ validate: setup  ## realism report: baseline, 3 blocks of 20 seeds x 600 ticks, 
 validate-long: setup  ## realism report: baseline, 20 seeds x 20,000 ticks, PAMS beside (exit 1 on a miss)
 	$(VENV)/ma validate config/baseline.yaml --seeds 20 --ticks 20000 --pams \
 		--workers $(WORKERS) --out results/validate/20000
+
+validate-confirmatory: setup  ## realism report: the confirmatory base (its shocks), 20 seeds x 20,000 ticks
+	$(VENV)/ma validate --design config/designs/confirmatory.yaml --seeds 20 --ticks 20000 \
+		--workers $(WORKERS) --out results/validate/confirmatory
 
 bench: setup  ## the engine benchmark against PAMS (docs/benchmarks.md)
 	$(VENV)/python bench/bench_engine.py

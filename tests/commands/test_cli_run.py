@@ -4,6 +4,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -103,6 +104,25 @@ def test_validate_prints_the_realism_report_and_writes_its_figures(baseline_path
     assert main(["validate", str(baseline_path), "--seeds", "1", "--out",
                  str(tmp_path / "file")]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_validate_simulates_a_designs_base_with_its_shocks(capsys, tmp_path):
+    # Issue 35: the confirmatory base is config/baseline.yaml with the design's overrides
+    # (jump_prob 1.0, the shock at 300, the placebo at 450), named once, in the design.
+    out_dir = tmp_path / "confirmatory"
+    design = str(Path(__file__).resolve().parents[2] / "config" / "designs" / "confirmatory.yaml")
+    code = main(["validate", "--design", design, "--seeds", "1",
+                 "--workers", "1", "--out", str(out_dir)])
+    assert code in (0, 1)
+    assert f"realism report of the base of {design}" in capsys.readouterr().out
+    report = json.loads((out_dir / "report.json").read_text())
+    assert report["design"] == design
+    assert set(report["columns"]["seeds 1-1"]["values"]) >= {
+        "premium_mean", "value_null_excess_worst", "raw_abs_acf_1_10",
+        "holdings_lowest_fundamentalist"}
+    # A --set key the market lacks is one line naming it, exit 2.
+    assert main(["validate", "--design", design, "--seeds", "1", "--set", "exchange.nope=1"]) == 2
+    assert "exchange.nope" in capsys.readouterr().err
 
 
 def test_a_replay_says_it_made_no_call_and_served_every_answer_from_the_cache(tmp_path,
