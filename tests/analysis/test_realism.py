@@ -155,34 +155,14 @@ def test_the_report_judges_each_target_at_its_horizon_and_names_the_misses():
     assert long["checks"]["raw_abs_acf_50"]["judged"] is True
 
 
-LONG_SEEDS = (7, 8, 9)
+LONG_SEEDS = (7,)
 
 
 @pytest.fixture(scope="module")
 def long_runs():
-    """Three 5,000-tick baseline runs (seed -> (config, tables)), made once for the module."""
+    """5,000-tick baseline runs (seed -> (config, tables)), made once for the module."""
     config = load_config(BASELINE, ["simulation.ticks=5000"])
     return {seed: (config, simulate(config, seed, progress=False)) for seed in LONG_SEEDS}
-
-
-def test_a_long_classical_run_sits_at_v_pub_not_above_it(long_runs):
-    # Issue 35: noise traders' buys could be up to 60 shares and their sells at most what they
-    # held, so they drifted to 27-33 shares each and the mid sat above V^pub (seeds 7-9 at
-    # 5,000 ticks: +0.15, +0.26, +0.54 %). Each noise trader now stays inside [0, 2 h0] on
-    # every tick, and the premium averages out (+0.03 % over these seeds).
-    premiums = []
-    for config, tables in long_runs.values():
-        ticks, trades, agents = tables["ticks"], tables["trades"], tables["agents"]
-        burn = config.simulation.burn_in
-        premiums.append(realism.premium(ticks["mid_price"].to_numpy()[burn:],
-                                        ticks["public_value"].to_numpy()[burn:]))
-        h0 = config.population.initial_shares
-        for slot in agents.filter(pl.col("type") == "noise")["slot"].to_list():
-            flow = (trades["qty"] * ((trades["buyer"] == slot).cast(pl.Int64)
-                                     - (trades["seller"] == slot).cast(pl.Int64))).to_numpy()
-            path = h0 + np.cumsum(flow)
-            assert 0 <= path.min() and path.max() <= 2 * h0, slot
-    assert abs(np.mean(premiums)) < 0.001, premiums
 
 
 def test_a_long_classical_run_keeps_every_trader_type_off_its_bounds(long_runs):

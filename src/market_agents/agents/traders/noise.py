@@ -27,13 +27,7 @@ class NoiseTrader(Trader):
     - **Size.** Pareto with tail exponent 1.2, at least 1 and at most 60 shares: order sizes in
       real markets have a power-law tail (Gopikrishnan et al. 2000; Maslov & Mills 2001), and
       the rare large order is what moves the price between news releases; a uniform 1–7 shares
-      left 64 % of the return variance on the releases. The size is cut so that the holding
-      stays inside [0, 2·h0], like every other classical holding: a sell at most what it holds,
-      a buy at most h0 above its opening holding. Cut only on the sell side (by the exchange's
-      refusal of a sale beyond the holding) while a buy could be 60 shares, a noise trader
-      bought more than it sold: noise traders drifted to 27–33 shares each, took the
-      fundamentalists' shares, and the mid sat above V^pub in every long seed (+0.29 % on
-      average at 20,000 ticks; issue 35).
+      left 64 % of the return variance on the releases.
     - **Aggression.** With probability p·A_t (p drawn once, 0.28–0.70) the order is an
       immediate-or-cancel limit 0.5 % + through the mid, else a limit near the mid with the
       exchange's default life. A_t is the market's trading activity (:func:`activity_path`),
@@ -76,11 +70,6 @@ class NoiseTrader(Trader):
                 continue
             h0 = max(self.h0[a.asset], 1)
             side = BUY if u < 0.5 * (1.0 - math.tanh((a.shares - h0) / (3 * h0))) else SELL
-            # Inside [0, 2·h0], like every other holding: a sell is at most what it holds, a
-            # buy at most h0 above its opening holding (see the class docstring, "Size").
-            qty = min(qty, a.shares if side == SELL else 2 * h0 - a.shares)
-            if qty <= 0:
-                continue
             mid = ref_price(a)
             if aggressive:
                 price = mid * (1 + side * (0.005 + offset))
