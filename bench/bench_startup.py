@@ -10,9 +10,11 @@ ma cell, floor, ma gather, floor, ma gate, then the next round), each in a scrat
   (``--allow-missing``) and ``ma gate approve`` of the test live design on the mock's key.
 
 Each ratio is the median over the rounds of command / the floor measured next to it. The
-machine may be shared: compare ratios, not seconds.
+machine may be shared: compare ratios, not seconds. ``--before SRC`` runs each command a second
+time in the same round with another checkout's ``src`` first on PYTHONPATH (a before/after
+figure measured side by side).
 
-    .venv/bin/python bench/bench_startup.py [--rounds 5] [--only run]
+    .venv/bin/python bench/bench_startup.py [--rounds 5] [--only run] [--before /tmp/old/src]
 """
 
 from __future__ import annotations
@@ -57,10 +59,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--only", nargs="+", choices=sorted(COMMANDS), default=list(COMMANDS))
+    parser.add_argument("--before", metavar="SRC", help="another checkout's src folder")
     args = parser.parse_args()
     env = {**os.environ, "OPENAI_API_KEY": "sk-bench-never-called"}  # the gate only plans
-    ratios: dict[str, list[float]] = {name: [] for name in args.only}
-    seconds: dict[str, list[float]] = {name: [] for name in ["floor", *args.only]}
+    envs = {"": env}
+    if args.before:
+        envs["before "] = {**env, "PYTHONPATH": str(Path(args.before).resolve())}
+    names = [f"{tag}{name}" for name in args.only for tag in envs]
+    ratios: dict[str, list[float]] = {name: [] for name in names}
+    seconds: dict[str, list[float]] = {name: [] for name in ["floor", *names]}
     with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
         project = Path(tmp)
         shutil.copytree(ROOT / "config", project / "config")
@@ -69,16 +76,19 @@ def main() -> int:
         for r in range(1, args.rounds + 1):
             row = []
             for name in args.only:
-                shutil.rmtree(project / "scratch" / "run", ignore_errors=True)
-                floor = cpu(FLOOR, project, env)
-                took = cpu(COMMANDS[name], project, env)
-                seconds["floor"].append(floor)
-                seconds[name].append(took)
-                ratios[name].append(took / floor)
-                row.append(f"{name} {took:.3f} s / floor {floor:.3f} s = {took / floor:.2f}")
+                for tag, where in envs.items():
+                    shutil.rmtree(project / "scratch" / "run", ignore_errors=True)
+                    floor = cpu(FLOOR, project, env)
+                    took = cpu(COMMANDS[name], project, where)
+                    seconds["floor"].append(floor)
+                    seconds[tag + name].append(took)
+                    ratios[tag + name].append(took / floor)
+                    row.append(f"{tag}{name} {took:.3f} s / floor {floor:.3f} s = "
+                               f"{took / floor:.2f}")
             print(f"round {r}: " + "; ".join(row), flush=True)
-    print(f"floor (import numpy, polars, pydantic, yaml): median {statistics.median(seconds['floor']):.3f} CPU s")
-    for name in args.only:
+    floor = statistics.median(seconds["floor"])
+    print(f"floor (import numpy, polars, pydantic, yaml): median {floor:.3f} CPU s")
+    for name in names:
         print(f"ma {name}: median {statistics.median(seconds[name]):.3f} CPU s, ratio to the "
               f"floor median {statistics.median(ratios[name]):.2f} "
               f"(rounds: {', '.join(f'{x:.2f}' for x in ratios[name])})")

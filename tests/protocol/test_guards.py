@@ -36,16 +36,38 @@ def _git(project, *args):
                           cwd=project, capture_output=True, text=True, check=True).stdout.strip()
 
 
+def _project(path):
+    """A project under git: config/ committed, results/ ignored."""
+    shutil.copytree(ROOT / "config", path / "config")
+    (path / ".gitignore").write_text("results/\n")
+    (path / "NOTES.md").write_text("lab notes\n")
+    _git(path, "init", "-q")
+    _git(path, "add", "-A")
+    _git(path, "commit", "-qm", "the pre-registered project")
+    return path
+
+
 @pytest.fixture
 def project(tmp_path):
-    """A project under git: config/ committed, results/ ignored."""
-    shutil.copytree(ROOT / "config", tmp_path / "config")
-    (tmp_path / ".gitignore").write_text("results/\n")
-    (tmp_path / "NOTES.md").write_text("lab notes\n")
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-qm", "the pre-registered project")
-    return tmp_path
+    return _project(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def _frozen_once(tmp_path_factory):
+    """One project frozen (the sigma design run, then `ma freeze create`) per test process;
+    :func:`frozen` hands each test a copy of it."""
+    path = _project(tmp_path_factory.mktemp("frozen"))
+    return path, _freeze(path)
+
+
+@pytest.fixture
+def frozen(_frozen_once, tmp_path):
+    """A copy of the frozen project (git history, results and freeze included) and its
+    freeze.json: what _freeze(project) leaves, made once per process."""
+    path, record = _frozen_once
+    copy = tmp_path / "project"
+    shutil.copytree(path, copy, symlinks=True)
+    return copy, record
 
 
 def _ma(project, *args, api=None, timeout=300):
@@ -112,8 +134,8 @@ def test_no_freeze_refuses_every_confirmatory_live_path_and_free_cells_still_run
     assert free.returncode == 0, free.stderr
 
 
-def test_a_changed_design_is_refused_naming_the_change(project):
-    frozen = _freeze(project)
+def test_a_changed_design_is_refused_naming_the_change(frozen):
+    project, frozen = frozen
     assert frozen["git"]["commit"] == _git(project, "rev-parse", "HEAD")
     assert _ma(project, "freeze", "verify", DESIGN).returncode == 0
     design = project / DESIGN
@@ -139,8 +161,8 @@ def test_a_freeze_pins_a_clean_commit(project):
     assert not (project / "results/manifests/freeze.json").exists()
 
 
-def test_a_moved_head_is_refused(project):
-    frozen = _freeze(project)
+def test_a_moved_head_is_refused(frozen):
+    project, frozen = frozen
     (project / "NOTES.md").write_text("lab notes\nafter the freeze\n")
     _git(project, "commit", "-qam", "notes")
     head = _git(project, "rev-parse", "HEAD")
@@ -153,8 +175,8 @@ def test_a_moved_head_is_refused(project):
     assert verify.returncode == 2 and "is not the frozen commit" in verify.stderr
 
 
-def test_a_dirty_tree_is_refused_and_a_deviation_is_logged_once_and_carried(project):
-    _freeze(project)
+def test_a_dirty_tree_is_refused_and_a_deviation_is_logged_once_and_carried(frozen):
+    project, _ = frozen
     (project / "NOTES.md").write_text("lab notes\nuncommitted\n")
     dirty = "the work tree has uncommitted changes to tracked files"
     with FakeAPI() as api:
