@@ -4,9 +4,11 @@ paper, minutes) only with --runrehearsal."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -58,6 +60,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             # folders, so a checkout in a folder named `docs` skipped the whole suite, green
             if item.get_closest_marker(marker) is not None:
                 item.add_marker(skip)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`pytest -n N` (xdist's default ``--dist load``), with one change: the tests of a module
+    that builds something once for all its tests (a module- or session-scoped fixture: a
+    finished project, a sanity run of every step) go to one worker, which builds it once;
+    split over two, each built it. Every other test is scheduled on its own, in collection
+    order (the longest first), as ``load`` does."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduler(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::")[0]
+            return path if _builds_once(path) else nodeid
+
+    config.option.loadscopereorder = False  # keep the collection's order: the longest first
+    return Scheduler(config, log)
+
+
+@functools.cache
+def _builds_once(path: str) -> bool:
+    """Whether the test module at ``path`` (from the root) has a module or session fixture."""
+    text = (ROOT / path).read_text() if (ROOT / path).is_file() else ""
+    return 'scope="module"' in text or 'scope="session"' in text
 
 
 def _seconds(item: pytest.Item) -> float:

@@ -123,6 +123,7 @@ def _assert_refused(results, message):
         assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow(11)
 def test_no_freeze_refuses_every_confirmatory_live_path_and_free_cells_still_run(project):
     with FakeAPI() as api:
         _assert_refused(_live_paths(project, api), NO_FREEZE)
@@ -134,6 +135,7 @@ def test_no_freeze_refuses_every_confirmatory_live_path_and_free_cells_still_run
     assert free.returncode == 0, free.stderr
 
 
+@pytest.mark.slow(14)
 def test_a_changed_design_is_refused_naming_the_change(frozen):
     project, frozen = frozen
     assert frozen["git"]["commit"] == _git(project, "rev-parse", "HEAD")
@@ -154,6 +156,7 @@ def test_a_changed_design_is_refused_naming_the_change(frozen):
         assert api.requests == []
 
 
+@pytest.mark.slow(9)
 def test_a_freeze_pins_a_clean_commit(project):
     (project / "NOTES.md").write_text("uncommitted\n")
     with pytest.raises(AssertionError, match="uncommitted changes to tracked files: commit"):
@@ -161,6 +164,7 @@ def test_a_freeze_pins_a_clean_commit(project):
     assert not (project / "results/manifests/freeze.json").exists()
 
 
+@pytest.mark.slow(17)
 def test_a_moved_head_is_refused(frozen):
     project, frozen = frozen
     (project / "NOTES.md").write_text("lab notes\nafter the freeze\n")
@@ -175,6 +179,7 @@ def test_a_moved_head_is_refused(frozen):
     assert verify.returncode == 2 and "is not the frozen commit" in verify.stderr
 
 
+@pytest.mark.slow(45)
 def test_a_dirty_tree_is_refused_and_a_deviation_is_logged_once_and_carried(frozen):
     project, _ = frozen
     (project / "NOTES.md").write_text("lab notes\nuncommitted\n")
@@ -250,6 +255,7 @@ def _spent(project, design, usd):
     (run / "manifest.json").write_text(json.dumps({"llm_usage": {"usd_spent": usd}}))
 
 
+@pytest.mark.slow(16)
 def test_every_paying_command_over_the_project_cap_is_refused_before_any_call(workdir):
     _spent(workdir, "earlier", 39.99)
     design = "config/test/designs/pilot_openai.yaml"
@@ -291,6 +297,7 @@ def test_pilot_cap_counts_the_pilot_designs_spend(workdir):
             "exceeds the pilot cap 5.00 USD" in done.stderr), done.stderr
 
 
+@pytest.mark.slow(10)
 def test_a_ledger_at_39_98_refuses_a_run_whose_worst_case_passes_40(workdir):
     """Issue 25 item 5: a run admitted on its planning estimate (here 0.0125 USD) could pay
     up to its usd_cap and take the ledger past the cap; it is admitted at its worst case."""
@@ -327,6 +334,7 @@ def test_an_unsettled_job_counts_at_its_worst_case(tmp_path):
     ledger.check(ledger.Caps(0.7), 0.01, "job", root=tmp_path)  # at the plan it would pass
 
 
+@pytest.mark.slow(13)
 def test_paid_jobs_are_in_the_ledger_while_they_run_and_after(workdir):
     from tests.support.bazaar import bazaar_server
 
