@@ -77,7 +77,8 @@ evaluate: setup  ## metrics, evaluation and provenance of RUN_ID (make run RUN_I
 # bytecode, unless PYTHONDONTWRITEBYTECODE is set (as on the development machines): then every
 # session rewrote all of them again, in each worker (about 10 of a worker's 20 CPU s of
 # collection). The tests' runs write the package's bytecode too, which setup compiles anyway.
-# The longest tests are scheduled first (tests/conftest.py), so no worker is left alone with them.
+# tests/conftest.py schedules the longest tests first, so no worker is left alone with them, and
+# a module's tests that share a fixture built once on one worker.
 PYTEST := PYTHONDONTWRITEBYTECODE= $(VENV)/pytest -n $(WORKERS)
 test: setup  ## the whole test suite (CI runs exactly this: .ci/run)
 	$(PYTEST)

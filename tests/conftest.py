@@ -50,6 +50,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # The longest tests first (`slow`, by the seconds each was measured at): xdist hands out
     # the tests in this order, so the longest start while every worker has work, instead of
     # one worker running them alone at the end. The rest keep their order.
+    # A test that shares what its module builds once (a finished project) is as slow as that
+    # build, which the quick subset (`-m "not slow"`) leaves out with it.
+    for item in items:
+        if item.get_closest_marker("slow") is None and _shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: -_seconds(item))
     for marker, (option, reason) in OPT_IN.items():
         if config.getoption(option):
@@ -86,6 +91,15 @@ def _builds_once(path: str) -> bool:
     """Whether the test module at ``path`` (from the root) has a module or session fixture."""
     text = (ROOT / path).read_text() if (ROOT / path).is_file() else ""
     return 'scope="module"' in text or 'scope="session"' in text
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether ``item`` uses a module- or session-scoped fixture of its own module."""
+    where = item.nodeid.split("::")[0]
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(
+        d.scope in ("module", "session") and d.baseid == where
+        for defs in info.name2fixturedefs.values() for d in defs)
 
 
 def _seconds(item: pytest.Item) -> float:
