@@ -10,7 +10,7 @@ VENV := .venv/bin
 DESIGN ?= confirmatory
 WORKERS ?= 2
 
-.PHONY: setup run evaluate test test-slurm test-rehearsal test-docs check lint bench validate validate-long validate-confirmatory clean faults \
+.PHONY: setup run evaluate test test-quick test-slurm test-rehearsal test-docs check lint bench validate validate-long validate-confirmatory clean faults \
 	demo-local-llm plugin-example plugin-example-remove help
 
 .DEFAULT_GOAL := help
@@ -73,8 +73,18 @@ endif
 evaluate: setup  ## metrics, evaluation and provenance of RUN_ID (make run RUN_ID=... calls it)
 	$(VENV)/python -m src.evaluate --run-id $(RUN_ID) --mode $(MODE)
 
-test: setup  ## the test suite (CI runs exactly this: .ci/run)
-	$(VENV)/pytest -n $(WORKERS)
+# pytest rewrites the asserts of every test module in each worker and caches the result as
+# bytecode, unless PYTHONDONTWRITEBYTECODE is set (as on the development machines): then every
+# session rewrote all of them again, in each worker (about 10 of a worker's 20 CPU s of
+# collection). The tests' runs write the package's bytecode too, which setup compiles anyway.
+# tests/conftest.py schedules the longest tests first, so no worker is left alone with them, and
+# a module's tests that share a fixture built once on one worker.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(VENV)/pytest -n $(WORKERS)
+test: setup  ## the whole test suite (CI runs exactly this: .ci/run)
+	$(PYTEST)
+
+test-quick: setup  ## a quick subset while developing (under 2 minutes): no test marked slow
+	$(PYTEST) -m "not slow"
 
 # Opt-in: the workflow on a one-node SLURM cluster on this machine (docs/cluster.md).
 # Needs root; installs Debian's slurmctld, slurmd, slurm-client and munge when missing.

@@ -4,9 +4,11 @@ paper, minutes) only with --runrehearsal."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -45,6 +47,15 @@ OPT_IN = {
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The longest tests first (`slow`, by the seconds each was measured at): xdist hands out
+    # the tests in this order, so the longest start while every worker has work, instead of
+    # one worker running them alone at the end. The rest keep their order.
+    # A test that shares what its module builds once (a finished project) is as slow as that
+    # build, which the quick subset (`-m "not slow"`) leaves out with it.
+    for item in items:
+        if item.get_closest_marker("slow") is None and _shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: -_seconds(item))
     for marker, (option, reason) in OPT_IN.items():
         if config.getoption(option):
             continue
@@ -54,6 +65,48 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             # folders, so a checkout in a folder named `docs` skipped the whole suite, green
             if item.get_closest_marker(marker) is not None:
                 item.add_marker(skip)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`pytest -n N` (xdist's default ``--dist load``), with one change: the tests of a module
+    that builds something once for all its tests (a module- or session-scoped fixture: a
+    finished project, a sanity run of every step) go to one worker, which builds it once;
+    split over two, each built it. Every other test is scheduled on its own, in collection
+    order (the longest first), as ``load`` does."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduler(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::")[0]
+            return path if _builds_once(path) else nodeid
+
+    config.option.loadscopereorder = False  # keep the collection's order: the longest first
+    return Scheduler(config, log)
+
+
+@functools.cache
+def _builds_once(path: str) -> bool:
+    """Whether the test module at ``path`` (from the root) has a module or session fixture."""
+    text = (ROOT / path).read_text() if (ROOT / path).is_file() else ""
+    return 'scope="module"' in text or 'scope="session"' in text
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether ``item`` uses a module- or session-scoped fixture of its own module."""
+    where = item.nodeid.split("::")[0]
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(
+        d.scope in ("module", "session") and d.baseid == where
+        for defs in info.name2fixturedefs.values() for d in defs)
+
+
+def _seconds(item: pytest.Item) -> float:
+    """What ``@pytest.mark.slow(seconds)`` says a test takes (1 for a bare ``slow``, 0 for
+    the others): CPU seconds on an idle 2-core machine, for ordering only."""
+    mark = item.get_closest_marker("slow")
+    return 0.0 if mark is None else float(mark.args[0]) if mark.args else 1.0
 
 
 def _results_tree() -> dict[str, tuple[int, int]]:

@@ -10,6 +10,7 @@ function that belongs a layer below both. ``tests/test_imports.py`` checks the f
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import market_agents
@@ -48,7 +49,11 @@ def imports(path: Path) -> set[str]:
     return {m for m in found if m.startswith("market_agents.") and m != here}
 
 
-GRAPH = {module_name(p): imports(p) for p in sorted(PKG.rglob("*.py"))}
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports; parsed when a test first asks, not at
+    collection (every xdist worker collects every test module)."""
+    return {module_name(p): imports(p) for p in sorted(PKG.rglob("*.py"))}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -75,12 +80,12 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_the_graph_counts_every_kind_of_import():
-    assert len(GRAPH) > 100
-    steps = GRAPH["market_agents.protocol.steps"]
+    assert len(graph()) > 100
+    steps = graph()["market_agents.protocol.steps"]
     assert "market_agents.protocol.guard" in steps  # under `if TYPE_CHECKING:`
     assert "market_agents.sim.runner" in steps  # inside a function
     assert "market_agents.protocol.design" in steps  # at the top
-    assert "market_agents.protocol.freeze" in GRAPH["market_agents.protocol.planning"]
+    assert "market_agents.protocol.freeze" in graph()["market_agents.protocol.planning"]
 
 
 def test_the_finder_names_a_cycle():
@@ -89,13 +94,13 @@ def test_the_finder_names_a_cycle():
 
 
 def test_no_module_imports_itself_back_through_another():
-    cycle = find_cycle(GRAPH)
+    cycle = find_cycle(graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
 def test_a_design_is_data():
     """Loading a design imports neither the planning step nor the freeze (issue 26)."""
-    design = GRAPH["market_agents.protocol.design"]
+    design = graph()["market_agents.protocol.design"]
     assert not design & {"market_agents.protocol.planning", "market_agents.protocol.freeze",
                          "market_agents.protocol.facts", "market_agents.protocol.measured"}
-    assert "market_agents.protocol.planning" not in GRAPH["market_agents.protocol.freeze"]
+    assert "market_agents.protocol.planning" not in graph()["market_agents.protocol.freeze"]

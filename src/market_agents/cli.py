@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import signal
 import sys
 import threading
@@ -88,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         SIGTERM (one line each; the same command resumes).
     """
     argv = sys.argv[1:] if argv is None else argv
+    # pydantic looks for its own plug-ins (observers of validation, none of which the instrument
+    # uses) by scanning every installed distribution's metadata when the first model is built:
+    # 5-15 ms of every `ma` process, one more scan than the registries' (plugins.py)
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     command = argv[0] if argv and argv[0] in COMMANDS else None
     try:
         # before the parser, whose --replay/--new-cache defaults read the switches: a switch

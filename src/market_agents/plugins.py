@@ -19,12 +19,26 @@ import difflib
 import importlib
 import pkgutil
 from collections.abc import Iterable, Iterator
-from importlib.metadata import EntryPoint, entry_points
+from functools import lru_cache
+from importlib import metadata
+from importlib.metadata import EntryPoint
 from typing import Generic, TypeVar
 
 from market_agents.errors import ConfigError
 
 T = TypeVar("T")
+
+
+def entry_points(group: str) -> tuple[EntryPoint, ...]:
+    """The entry points installed packages declare in ``group``. Every group comes from one
+    scan of every installed distribution's metadata per process (:func:`_installed`): a scan
+    is 5-15 ms, and each `ma` process reads two groups."""
+    return tuple(_installed().select(group=group))
+
+
+@lru_cache(maxsize=1)
+def _installed() -> metadata.EntryPoints:
+    return metadata.entry_points()  # every group (SelectableGroups before Python 3.12)
 
 
 class Registry(Generic[T]):

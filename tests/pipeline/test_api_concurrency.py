@@ -94,7 +94,7 @@ def _overlapped(project: Path) -> bool:
     return any(end > start for (_, end), (start, _) in zip(spans, spans[1:], strict=False))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(30)
 def test_live_design_has_the_same_outcomes_with_api_1_and_4(tmp_path):
     one = _project(tmp_path / "api1", ("share_40",))
     four = _project(tmp_path / "api4", ("share_40",))
@@ -107,7 +107,7 @@ def test_live_design_has_the_same_outcomes_with_api_1_and_4(tmp_path):
     assert got4.drop(SERVING).equals(got1.drop(SERVING))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(34)
 def test_twin_live_runs_at_once_pay_each_request_once(tmp_path):
     """api=4 on two cells that are the same market: the processes of one seed need the same
     keys at the same time; each key is paid once and both runs use the one recorded answer."""

@@ -40,6 +40,7 @@ def _lines(done) -> list[str]:
     return done.stdout.strip().splitlines()
 
 
+@pytest.mark.slow(38)
 def test_a_declared_run_writes_results_that_verify_and_every_refusal(tmp_path):
     root = project(tmp_path / "p", git=True)
     (root / "config/run/tiny.yaml").write_text(TINY)
@@ -199,6 +200,7 @@ def sanity(tmp_path_factory):
 
 
 @pytest.mark.parametrize("run", SANITY)
+@pytest.mark.slow(220)
 def test_make_run_sanity_works_for_every_step(sanity, run):
     root, _, done = sanity
     result = done[run]
@@ -217,6 +219,7 @@ def test_no_sanity_run_wrote_under_the_live_roots(sanity):
     assert not (root / ".research/results").exists()
 
 
+@pytest.mark.slow(80)
 def test_paper_sanity_builds_the_rehearsed_paper(sanity):
     root, _, _ = sanity
     done = make(root, "run", "RUN_ID=paper", "MODE=sanity")
@@ -268,6 +271,7 @@ def test_the_sigma_table_holds_the_control_sd_of_every_outcome(sanity):
     assert {"volatility", "mispricing", "turnover"} <= set(table["outcome"])
 
 
+@pytest.mark.slow(18)
 def test_a_fresh_sanity_run_starts_afresh(sanity, tmp_path):
     root, _, _ = sanity
     stale = root / "results/sanity/exploratory_mock/stale.txt"
@@ -285,6 +289,7 @@ def _commit_step() -> list[str]:
     return [line for line in block.splitlines() if line.strip()]
 
 
+@pytest.mark.slow(21)
 def test_results_are_addable_and_the_documented_commit_step_commits_them(tmp_path):
     """Issue 27: `.gitignore`'s `results/` also matched `.research/results/`, so `git add
     .research` left the results out without a word; run.json named the checkout's path."""
@@ -327,6 +332,7 @@ def test_results_are_addable_and_the_documented_commit_step_commits_them(tmp_pat
     assert run_git(root, "rev-parse", "HEAD~1").strip() == ran_at
 
 
+@pytest.mark.slow(37)
 def test_every_execution_of_a_run_id_is_kept_and_the_reported_one_verifies(tmp_path):
     """Issue 37: a run id executed twice kept only the second (`make run` replaced the results
     directory and its provenance entry). Both are kept; the second says the first exists and

@@ -4,12 +4,15 @@ failed pilot is recorded: without a pilot, or after a pilot that passed, no requ
 
 import json
 
+import pytest
+
 from market_agents.testing.fakeserver import FakeAPI
 from tests.support.workflow import smk
 
 FAILED = {"pass": False, "criteria": {"validity": {"pass": False}, "failures": {"pass": True}}}
 
 
+@pytest.mark.slow(44)
 def test_repilot_runs_only_after_a_failed_pilot(workdir):
     pilot = workdir / "results/manifests/pilot.json"
     with FakeAPI() as api:

@@ -42,7 +42,7 @@ def _smk(project: Path, api: FakeAPI, *args: str, **kw):
                             stderr=subprocess.STDOUT, text=True, **kw)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(60)
 def test_kill_a_small_live_design_at_random_moments_then_resume(tmp_path):
     rng = random.Random(11)
     seeds = "1-2"  # 8 LLM traders x 25 decisions x 2 seeds: 400 requests

@@ -13,6 +13,7 @@ import subprocess
 import time
 
 import polars as pl
+import pytest
 
 from market_agents.testing.fakeserver import FakeAPI
 from tests.support.workflow import BIN, ROOT, env, smk, smk_cmd
@@ -27,6 +28,7 @@ def _project(path):
     return path
 
 
+@pytest.mark.slow(165)
 def test_kill_resume_pilot_and_reapproval(tmp_path):
     clean = _project(tmp_path / "clean")
     with FakeAPI(latency_s=0.01) as api:

@@ -9,12 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support import ROOT
 from tests.support.workflow import TEST_CONFIG, env
 
 VENV = Path(sys.executable).parent
 
 
+@pytest.mark.slow(4)
 def test_make_paper_without_live_results_ends_with_the_one_line(tmp_path):
     shutil.copytree(ROOT / "config", tmp_path / "config")
     shutil.copy2(ROOT / "Makefile", tmp_path / "Makefile")

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from tests.support import ROOT
 from tests.support.workflow import env, smk
@@ -75,6 +76,7 @@ def _ok(done: subprocess.CompletedProcess) -> None:
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
 
 
+@pytest.mark.slow(46)
 def test_sanity_rehearsal_and_smoke_never_touch_live_results_and_clean_keeps_them(tmp_path):
     project = _project(tmp_path)
     _seed_live_results(project)

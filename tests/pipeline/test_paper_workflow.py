@@ -52,6 +52,7 @@ def built(tmp_path_factory):
     return workdir
 
 
+@pytest.mark.slow(43)
 def test_snakemake_paper_builds_the_free_designs_first_and_writes_the_paper(built):
     summary = json.loads((built / "paper/paper.json").read_text())
     assert summary["design"] == "exploratory" and summary["mock"]

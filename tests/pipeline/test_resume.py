@@ -87,7 +87,7 @@ def _market_tables(project: Path) -> dict[tuple[str, str], pl.DataFrame]:
             for r in RUNS for t in MARKET_TABLES}
 
 
-@pytest.mark.slow
+@pytest.mark.slow(72)
 def test_killed_at_four_moments_the_same_command_resumes(tmp_path):
     clean = _project(tmp_path / "clean")
     with FakeAPI(latency_s=0.01) as api:
@@ -180,7 +180,7 @@ def _resumed_from(log: Path, previous: int | None) -> None:
     assert "LockException" not in text and "--unlock" not in text
 
 
-@pytest.mark.slow
+@pytest.mark.slow(42)
 def test_a_second_invocation_stops_at_once_naming_the_holder(tmp_path):
     project = _project(tmp_path / "p")
     # the first invocation's answers wait until the second ones were refused: it is still
@@ -216,7 +216,7 @@ def test_a_second_invocation_stops_at_once_naming_the_holder(tmp_path):
         assert sum(api.seen.values()) == 75 and not _snakemake_locked(project)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(56)
 def test_a_lock_from_another_host_waits_for_a_manual_release(tmp_path):
     project = _project(tmp_path / "p")
     with FakeAPI(latency_s=0.01) as api:

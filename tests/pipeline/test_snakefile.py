@@ -6,11 +6,13 @@ import shutil
 import subprocess
 
 import polars as pl
+import pytest
 
 from market_agents.testing.fakeserver import FakeAPI
 from tests.support.workflow import BIN, env, smk
 
 
+@pytest.mark.slow(11)
 def test_exploratory_runs_then_nothing_to_do(workdir, tmp_path):
     first = smk(workdir, "--cores", "2", "exploratory",
                 "results/runs/exploratory/sensitivity.parquet")
@@ -47,6 +49,7 @@ def _records(workdir, cell):
     return sorted(p.name for p in (workdir / RUNS / cell).glob("runs_*.json"))
 
 
+@pytest.mark.slow(21)
 def test_free_runs_resume_and_no_record_outlives_its_runs(workdir):
     """A batch's record (runs_<first>-<last>_<chash>.json) is the workflow's only mark that its
     free runs are made: a stopped batch resumes, a run deleted under its record is made again,
@@ -99,6 +102,7 @@ def test_free_runs_resume_and_no_record_outlives_its_runs(workdir):
     assert record in _records(workdir, "share_25")
 
 
+@pytest.mark.slow(5)
 def test_dry_run_tier_t1_counts_live_jobs_and_decisions_without_calls(workdir):
     with FakeAPI() as api:
         done = smk(workdir, "-n", "tier_T1", test_config=False,
@@ -120,6 +124,7 @@ def test_dry_run_tier_t1_counts_live_jobs_and_decisions_without_calls(workdir):
         nokey.stdout + nokey.stderr)
 
 
+@pytest.mark.slow(4)
 def test_budget_gate_refuses_over_project_cap_before_any_request(workdir):
     with FakeAPI() as api:
         done = smk(workdir, "--cores", "2", "results/runs/live/outcomes.parquet",
@@ -133,6 +138,7 @@ def test_budget_gate_refuses_over_project_cap_before_any_request(workdir):
     assert not (workdir / "results/runs/live/share_25").exists()
 
 
+@pytest.mark.slow(4)
 def test_missing_key_for_a_live_design_says_what_to_do(workdir):
     with FakeAPI() as api:
         done = smk(workdir, "--cores", "1", "results/runs/live/outcomes.parquet",
@@ -144,6 +150,7 @@ def test_missing_key_for_a_live_design_says_what_to_do(workdir):
     assert "`.venv/bin/snakemake rehearse_<tier>`" in out
 
 
+@pytest.mark.slow(4)
 def test_confirmatory_gate_refuses_without_freeze(workdir):
     done = smk(workdir, "--cores", "1", "results/manifests/budget/confirmatory_T1.json",
                OPENAI_API_KEY="sk-test")
@@ -152,6 +159,7 @@ def test_confirmatory_gate_refuses_without_freeze(workdir):
     assert "freeze.json does not exist: confirmatory live runs need a freeze" in out
 
 
+@pytest.mark.slow(5)
 def test_unknown_target_and_design_are_named(workdir):
     done = smk(workdir, "-n", "tier_T9")
     assert done.returncode != 0
@@ -171,6 +179,7 @@ def test_config_failing_the_schema_names_the_key(workdir):
     assert "workflow/schemas/config.schema.json" in out
 
 
+@pytest.mark.slow(16)
 def test_dag_renders_svg_and_mermaid(workdir):
     done = smk(workdir, "--cores", "1", "dag", test_config=False)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
@@ -190,6 +199,7 @@ def test_dag_renders_svg_and_mermaid(workdir):
     assert layer["gate"] < layer["simulate_live"] < layer["pilot_manifest"]
 
 
+@pytest.mark.slow(40)
 def test_bazaar_targets_run_on_the_mock(workdir):
     done = smk(workdir, "--cores", "2", "bazaar")
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
@@ -198,6 +208,7 @@ def test_bazaar_targets_run_on_the_mock(workdir):
     assert summary.exists() and (workdir / "results/bazaar/exploits/exploits_micro.json").exists()
 
 
+@pytest.mark.slow(14)
 def test_runs_made_by_ma_design_are_reused(workdir):
     done = subprocess.run([str(BIN / "ma"), "design", "config/test/designs/exploratory.yaml",
                            "--workers", "2", "--quiet"], cwd=workdir, env=env(),
@@ -207,6 +218,7 @@ def test_runs_made_by_ma_design_are_reused(workdir):
     assert "Nothing to be done" in dry.stdout + dry.stderr
 
 
+@pytest.mark.slow(18)
 def test_rehearsal_runs_live_cells_on_the_mock_apart_from_live_results(workdir):
     with FakeAPI() as api:
         done = smk(workdir, "--cores", "2", "rehearse_pilot",
@@ -220,6 +232,7 @@ def test_rehearsal_runs_live_cells_on_the_mock_apart_from_live_results(workdir):
     assert not (workdir / "results/manifests/budget").exists()  # no gate for the mock
 
 
+@pytest.mark.slow(16)
 def test_library_cell_waits_for_its_library_live_and_rehearsed(workdir):
     live = smk(workdir, "-n", "tier_T6", test_config=False)
     out = live.stdout + live.stderr
@@ -233,6 +246,7 @@ def test_library_cell_waits_for_its_library_live_and_rehearsed(workdir):
     assert "results/rehearsal/library/nano_v1.npz" in out
 
 
+@pytest.mark.slow(45)
 def test_a_deleted_free_run_is_made_again_though_its_gather_is_newer(workdir):
     """Issue 27: after `rm -r .../share_0/seed0002` the target said "Nothing to be done" and
     outcomes.parquet still reported seed 2, since the batch record was the only output

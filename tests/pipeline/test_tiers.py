@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import polars as pl
+import pytest
 
 from market_agents.paper import figures
 from market_agents.pipeline.contract import STEPS, load_run_spec
@@ -34,6 +35,7 @@ def _rules(workdir) -> list[str]:
             if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", line.strip())]
 
 
+@pytest.mark.slow(5)
 def test_the_workflow_declares_one_live_and_one_rehearsal_target_per_tier(workdir):
     rules = _rules(workdir)
     live = [r for r in rules if r.startswith(TARGET_PREFIX)]

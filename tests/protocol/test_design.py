@@ -324,6 +324,7 @@ def test_numbers_in_a_design_are_finite(tmp_path, changes, message):
         load_design(write_design(tmp_path, **changes))
 
 
+@pytest.mark.slow(4)
 def test_ma_budget_shows_measured_tokens_beside_the_planning_profile(tmp_path, capsys):
     from market_agents.config import Config
     from market_agents.sim.runner import run_to_dir
@@ -347,6 +348,7 @@ def test_ma_budget_shows_measured_tokens_beside_the_planning_profile(tmp_path, c
     assert "--measured" in capsys.readouterr().err
 
 
+@pytest.mark.slow(23)
 def test_mix_25_rehearsed_over_seeds_101_to_106_splits_its_slots_evenly(tmp_path):
     """§5.2 note ii: half of the LLM slots on each model in every run (25 slots: 13 + 12, the odd
     one alternating with the seed), so seeds 101-106 plan 2,025 + 2,025 decisions."""

@@ -31,6 +31,7 @@ def by_cell(table: pl.DataFrame, cell: str) -> pl.DataFrame:
     return table.filter(pl.col("cell") == cell).sort("seed")
 
 
+@pytest.mark.slow(130)
 def test_every_cell_completes(design, table):
     assert table.height == 14 * 3
     assert set(table["cell"]) == set(design.cells)
@@ -94,6 +95,7 @@ def test_anthropic_dry_run_is_priced_but_on_the_mock(table):
     assert (haiku["llm_usd"] > 0).all()  # priced from the table under the Claude id
 
 
+@pytest.mark.slow(12)
 def test_share_100_rehearsal_has_95_llm_traders(tmp_path):
     """The confirmatory share_100 cell, rehearsed on the mock: market makers stay classical."""
     design = load_design(EXPLORATORY.parent / "confirmatory.yaml")

@@ -98,6 +98,7 @@ def test_missing_freeze_and_missing_price_say_what_to_do(tmp_path, pkg_copy):
         build(_design(), {}, PRICES, {}, package_root=pkg_copy)
 
 
+@pytest.mark.slow(15)
 def test_cli_refuses_a_failed_pilot_unless_accepted_and_never_overwrites(workdir):
     """The freeze CLI on the tiny designs, after the sigma runs: a failed pilot is refused unless
     accepted; the freeze records the equal-USD cap, the fundamentals' confirmation and the token
@@ -265,6 +266,7 @@ def _rehearsal(design, breaker_idle: bool):
     return pl.DataFrame(rows)
 
 
+@pytest.mark.slow(12)
 def test_freeze_names_every_estimand_it_cannot_estimate_and_refuses_until_recorded(workdir):
     """`ma freeze create` on the rehearsed confirmatory design: the mock-only cells on seeds
     without a control (the design as the protocol wrote it), a breaker that never halted, and a
@@ -334,6 +336,7 @@ def test_freeze_names_every_estimand_it_cannot_estimate_and_refuses_until_record
     assert not (workdir / "results/manifests/deviations.jsonl").exists()
 
 
+@pytest.mark.slow(9)
 def test_a_deviation_records_the_estimands_the_freeze_could_not_estimate(workdir):
     """With --deviation the freeze is written, names what it could not estimate and the
     deviation logged with them; without it nothing is written."""

@@ -4,6 +4,8 @@ overrun cuts seeds in the order of sacrifice, and a cut run is refused by `ma ga
 import json
 import subprocess
 
+import pytest
+
 from tests.support.workflow import BIN, env
 
 DESIGN = "config/test/designs/confirmatory.yaml"
@@ -26,6 +28,7 @@ def _finish(workdir, cell, seed, usd):
     (run / "manifest.json").write_text(json.dumps({"llm_usage": {"usd_spent": usd}}))
 
 
+@pytest.mark.slow(4)
 def test_overrun_cuts_t2_and_check_refuses_the_cut_seed(workdir):
     path = workdir / DESIGN
     # T1 and T2 only (later tiers would be cut first), share_50 renamed mini_25.

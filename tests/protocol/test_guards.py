@@ -36,16 +36,38 @@ def _git(project, *args):
                           cwd=project, capture_output=True, text=True, check=True).stdout.strip()
 
 
+def _project(path):
+    """A project under git: config/ committed, results/ ignored."""
+    shutil.copytree(ROOT / "config", path / "config")
+    (path / ".gitignore").write_text("results/\n")
+    (path / "NOTES.md").write_text("lab notes\n")
+    _git(path, "init", "-q")
+    _git(path, "add", "-A")
+    _git(path, "commit", "-qm", "the pre-registered project")
+    return path
+
+
 @pytest.fixture
 def project(tmp_path):
-    """A project under git: config/ committed, results/ ignored."""
-    shutil.copytree(ROOT / "config", tmp_path / "config")
-    (tmp_path / ".gitignore").write_text("results/\n")
-    (tmp_path / "NOTES.md").write_text("lab notes\n")
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-qm", "the pre-registered project")
-    return tmp_path
+    return _project(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def _frozen_once(tmp_path_factory):
+    """One project frozen (the sigma design run, then `ma freeze create`) per test process;
+    :func:`frozen` hands each test a copy of it."""
+    path = _project(tmp_path_factory.mktemp("frozen"))
+    return path, _freeze(path)
+
+
+@pytest.fixture
+def frozen(_frozen_once, tmp_path):
+    """A copy of the frozen project (git history, results and freeze included) and its
+    freeze.json: what _freeze(project) leaves, made once per process."""
+    path, record = _frozen_once
+    copy = tmp_path / "project"
+    shutil.copytree(path, copy, symlinks=True)
+    return copy, record
 
 
 def _ma(project, *args, api=None, timeout=300):
@@ -101,6 +123,7 @@ def _assert_refused(results, message):
         assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow(11)
 def test_no_freeze_refuses_every_confirmatory_live_path_and_free_cells_still_run(project):
     with FakeAPI() as api:
         _assert_refused(_live_paths(project, api), NO_FREEZE)
@@ -112,8 +135,9 @@ def test_no_freeze_refuses_every_confirmatory_live_path_and_free_cells_still_run
     assert free.returncode == 0, free.stderr
 
 
-def test_a_changed_design_is_refused_naming_the_change(project):
-    frozen = _freeze(project)
+@pytest.mark.slow(14)
+def test_a_changed_design_is_refused_naming_the_change(frozen):
+    project, frozen = frozen
     assert frozen["git"]["commit"] == _git(project, "rev-parse", "HEAD")
     assert _ma(project, "freeze", "verify", DESIGN).returncode == 0
     design = project / DESIGN
@@ -132,6 +156,7 @@ def test_a_changed_design_is_refused_naming_the_change(project):
         assert api.requests == []
 
 
+@pytest.mark.slow(9)
 def test_a_freeze_pins_a_clean_commit(project):
     (project / "NOTES.md").write_text("uncommitted\n")
     with pytest.raises(AssertionError, match="uncommitted changes to tracked files: commit"):
@@ -139,8 +164,9 @@ def test_a_freeze_pins_a_clean_commit(project):
     assert not (project / "results/manifests/freeze.json").exists()
 
 
-def test_a_moved_head_is_refused(project):
-    frozen = _freeze(project)
+@pytest.mark.slow(17)
+def test_a_moved_head_is_refused(frozen):
+    project, frozen = frozen
     (project / "NOTES.md").write_text("lab notes\nafter the freeze\n")
     _git(project, "commit", "-qam", "notes")
     head = _git(project, "rev-parse", "HEAD")
@@ -153,8 +179,9 @@ def test_a_moved_head_is_refused(project):
     assert verify.returncode == 2 and "is not the frozen commit" in verify.stderr
 
 
-def test_a_dirty_tree_is_refused_and_a_deviation_is_logged_once_and_carried(project):
-    _freeze(project)
+@pytest.mark.slow(45)
+def test_a_dirty_tree_is_refused_and_a_deviation_is_logged_once_and_carried(frozen):
+    project, _ = frozen
     (project / "NOTES.md").write_text("lab notes\nuncommitted\n")
     dirty = "the work tree has uncommitted changes to tracked files"
     with FakeAPI() as api:
@@ -228,6 +255,7 @@ def _spent(project, design, usd):
     (run / "manifest.json").write_text(json.dumps({"llm_usage": {"usd_spent": usd}}))
 
 
+@pytest.mark.slow(16)
 def test_every_paying_command_over_the_project_cap_is_refused_before_any_call(workdir):
     _spent(workdir, "earlier", 39.99)
     design = "config/test/designs/pilot_openai.yaml"
@@ -269,6 +297,7 @@ def test_pilot_cap_counts_the_pilot_designs_spend(workdir):
             "exceeds the pilot cap 5.00 USD" in done.stderr), done.stderr
 
 
+@pytest.mark.slow(10)
 def test_a_ledger_at_39_98_refuses_a_run_whose_worst_case_passes_40(workdir):
     """Issue 25 item 5: a run admitted on its planning estimate (here 0.0125 USD) could pay
     up to its usd_cap and take the ledger past the cap; it is admitted at its worst case."""
@@ -305,6 +334,7 @@ def test_an_unsettled_job_counts_at_its_worst_case(tmp_path):
     ledger.check(ledger.Caps(0.7), 0.01, "job", root=tmp_path)  # at the plan it would pass
 
 
+@pytest.mark.slow(13)
 def test_paid_jobs_are_in_the_ledger_while_they_run_and_after(workdir):
     from tests.support.bazaar import bazaar_server
 

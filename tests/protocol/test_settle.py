@@ -44,6 +44,7 @@ def _kill_after(proc: subprocess.Popen, api: FakeAPI, n: int) -> None:
     assert api.wait_idle(60)
 
 
+@pytest.mark.slow(25)
 def test_settling_killed_runs_frees_the_cap_and_forgets_nothing_paid(tmp_path):
     root, cache = tmp_path / "results", tmp_path / "cache"
     per_answer = load_prices().cost(MODEL, Usage(input=TOKENS[0], output=TOKENS[1]))
@@ -168,6 +169,7 @@ def test_settled_at_recorded_plus_in_flight_and_kept_when_the_output_is_run_agai
         "settled_by"] == "ma spend settle"
 
 
+@pytest.mark.slow(3)
 def test_bad_input_is_one_line(tmp_path):
     proc = _ma("spend", "settle", str(tmp_path / "nothing"), "--results", str(tmp_path),
                cwd=tmp_path)

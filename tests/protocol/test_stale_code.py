@@ -114,6 +114,7 @@ def test_a_paid_run_of_other_code_stops_the_workflow_while_it_builds_its_dag(wor
         workflow.live_gate(cell)
 
 
+@pytest.mark.slow(46)
 def test_a_changed_engine_plans_the_free_runs_again_end_to_end(workdir, tmp_path):
     """The same, through Snakemake with nothing patched: once the design is made its target has
     nothing to do; in an environment whose engine differs (an installed plug-in's module is

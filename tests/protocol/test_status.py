@@ -54,6 +54,7 @@ def edit_manifest(run: Path, **changes) -> None:
     (run / "manifest.json").write_text(json.dumps(manifest))
 
 
+@pytest.mark.slow(5)
 def test_a_finished_design_is_all_present_with_nothing_to_make(study):
     status = design_status(load(study), make=MAKE)
     assert status.counts() == {"present": 4, "missing": 0, "stale": 0, "failed": 0}

@@ -164,6 +164,7 @@ def test_ma_cell_runs_a_free_cell_in_one_process_and_records_it(tmp_path, monkey
     assert not Path("x.json").exists() and not run_dir("tiny", "share_0", 1).exists()
 
 
+@pytest.mark.slow(5)
 def test_ma_design_cli_and_gather(tmp_path, monkeypatch):
     path = tiny_design(tmp_path, live=False)
     monkeypatch.chdir(tmp_path)
@@ -241,6 +242,7 @@ def test_gather_and_sensitivity_name_missing_runs(tmp_path):
         sensitivity(design, sensitivity_grid(), root=root)
 
 
+@pytest.mark.slow(5)
 def test_rescoring_at_other_thresholds_never_touches_what_gather_reads(tmp_path, monkeypatch,
                                                                       capsys):
     """`ma outcomes RUN --bubble 0.03` writes beside the run's outcomes.json (with the

@@ -15,6 +15,7 @@ from market_agents import plugins
 from market_agents.config import config_hash, load_config
 from market_agents.errors import ConfigError
 from market_agents.plugins import TRADERS
+from market_agents.sim import fingerprint
 from market_agents.sim.runner import run_to_dir
 
 # A trader type as a researcher writes it: one module, one class, registered on import.
@@ -56,7 +57,10 @@ def dummy(request, tmp_path, monkeypatch):
     monkeypatch.setattr(TRADERS, "_declared", None)  # the entry points as the registry read them
     monkeypatch.setattr(plugins, "entry_points", lambda group: (
         installed if group == TRADERS.group else real(group=group)))
-    return module
+    yield module
+    # a run in the test hashed the dummy's module into the process's cached fingerprint: a
+    # later test in this process must see the package's own again
+    fingerprint.fingerprint.cache_clear()
 
 
 def test_a_plugin_type_takes_its_share_and_trades(dummy, baseline_path, tmp_path):

@@ -71,14 +71,20 @@ def main(args: argparse.Namespace) -> int:
     config = load_config(args.config, sets)
     check_seed(args.seed)
     prepare_out(args.out, config, args.seed)
-    guard = build_guard(results_root(args.results, args.config), args.deviation,
-                        anchor=args.config)
-    record, planned, worst = guard.config_run(config, f"ma run {args.config} --out {args.out}")
+    record: dict = {}
+    paying = None
+    # without LLM traders no call is paid, so no guard has anything to check (the guards
+    # load the protocol's modules: a fifth of a short classical run's CPU)
+    if config.population.n_llm > 0:
+        guard = build_guard(results_root(args.results, args.config), args.deviation,
+                            anchor=args.config)
+        record, planned, worst = guard.config_run(config,
+                                                  f"ma run {args.config} --out {args.out}")
+        paying = guard.paying(args.out, planned, worst_usd=worst, cache=args.cache,
+                              in_flight=config.population.llm.paid_in_flight()
+                              ) if planned > 0 else None
     progress = False if args.quiet else None
     serving = {"new_cache": args.new_cache, "expect": args.expect}
-    paying = guard.paying(args.out, planned, worst_usd=worst, cache=args.cache,
-                          in_flight=config.population.llm.paid_in_flight()
-                          ) if planned > 0 else None
     out = run_to_dir(config, args.seed, args.out, args.cache, progress, record=record,
                      paying=paying, **serving)
     if not args.quiet:

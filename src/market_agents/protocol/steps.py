@@ -7,15 +7,12 @@ simulate (one cell x seed into its run_dir) -> score (outcomes.json) -> gather
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 from itertools import product
-from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from tqdm import tqdm
 
 from market_agents.analysis.outcomes import (
     EPISODE_KEYS,
@@ -374,6 +371,13 @@ def run_design(design: Design, cells: list[str] | None = None, max_seeds: int | 
         guard.design_runs(design, unfinished, f"ma design {design.name}", worst=False)
     counts = {"ran": 0, "scored": 0, "reused": 0}
     usages: list[dict[str, Any]] = []  # the LLM usage of the runs this command made
+    # why here: a workflow job (`ma cell`, `ma gather`) imports this module and needs neither
+    # the progress bar nor the process pool (about 20 ms of each job's start-up)
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    from tqdm import tqdm
+
     bar = tqdm(total=len(todo), desc=design.name, unit="run", disable=progress is False)
 
     def done(cell: str, seed: int, what: str) -> None:

@@ -1,0 +1,102 @@
+"""Start-up of `ma` processes against the import floor: the CPU seconds (user + system, the
+process and its children) of `python -c "import numpy, polars, pydantic, yaml"` and of the `ma`
+commands a user or a Snakemake job starts, alternated round by round (floor, ma run, floor,
+ma cell, floor, ma gather, floor, ma gate, then the next round), each in a scratch project.
+
+- ``ma run config/baseline.yaml --seed 1 --set simulation.ticks=10`` (with ``burn_in=0``,
+  which 10 ticks need): issue 38's target, at most 1.25x the floor.
+- ``ma cell config/designs/exploratory.yaml share_0 --seed 1 --score --replace-stale``: one
+  workflow job's command (a 600-tick run and its outcomes); ``ma gather`` of the design
+  (``--allow-missing``) and ``ma gate approve`` of the test live design on the mock's key.
+
+Each ratio is the median over the rounds of command / the floor measured next to it. The
+machine may be shared: compare ratios, not seconds. ``--before SRC`` runs each command a second
+time in the same round with another checkout's ``src`` first on PYTHONPATH (a before/after
+figure measured side by side).
+
+    .venv/bin/python bench/bench_startup.py [--rounds 5] [--only run] [--before /tmp/old/src]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MA = str(Path(sys.executable).parent / "ma")
+TARGET = 1.25  # issue 38: `ma run` at most 1.25x the import floor in CPU
+
+FLOOR = [sys.executable, "-c", "import numpy, polars, pydantic, yaml"]
+COMMANDS = {
+    "run": [MA, "run", "config/baseline.yaml", "--seed", "1", "--set", "simulation.ticks=10",
+            "--set", "simulation.burn_in=0", "--out", "scratch/run", "--quiet"],
+    "cell": [MA, "cell", "config/designs/exploratory.yaml", "share_0", "--seed", "1",
+             "--score", "--replace-stale"],
+    "gather": [MA, "gather", "config/designs/exploratory.yaml", "--allow-missing"],
+    "gate": [MA, "gate", "approve", "config/test/designs/live.yaml", "--tier", "all",
+             "--out", "scratch/gate.json"],
+}
+
+
+def cpu(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
+    """CPU seconds of ``cmd`` and its children (it must exit 0)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(cmd)}: exit {done.returncode}\n{done.stderr}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--only", nargs="+", choices=sorted(COMMANDS), default=list(COMMANDS))
+    parser.add_argument("--before", metavar="SRC", help="another checkout's src folder")
+    args = parser.parse_args()
+    env = {**os.environ, "OPENAI_API_KEY": "sk-bench-never-called"}  # the gate only plans
+    envs = {"": env}
+    if args.before:
+        envs["before "] = {**env, "PYTHONPATH": str(Path(args.before).resolve())}
+    names = [f"{tag}{name}" for name in args.only for tag in envs]
+    ratios: dict[str, list[float]] = {name: [] for name in names}
+    seconds: dict[str, list[float]] = {name: [] for name in ["floor", *names]}
+    with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
+        project = Path(tmp)
+        shutil.copytree(ROOT / "config", project / "config")
+        (project / "scratch").mkdir()
+        cpu(COMMANDS["cell"], project, env)  # the run `ma gather` reads, made once
+        for r in range(1, args.rounds + 1):
+            row = []
+            for name in args.only:
+                for tag, where in envs.items():
+                    shutil.rmtree(project / "scratch" / "run", ignore_errors=True)
+                    floor = cpu(FLOOR, project, env)
+                    took = cpu(COMMANDS[name], project, where)
+                    seconds["floor"].append(floor)
+                    seconds[tag + name].append(took)
+                    ratios[tag + name].append(took / floor)
+                    row.append(f"{tag}{name} {took:.3f} s / floor {floor:.3f} s = "
+                               f"{took / floor:.2f}")
+            print(f"round {r}: " + "; ".join(row), flush=True)
+    floor = statistics.median(seconds["floor"])
+    print(f"floor (import numpy, polars, pydantic, yaml): median {floor:.3f} CPU s")
+    for name in names:
+        print(f"ma {name}: median {statistics.median(seconds[name]):.3f} CPU s, ratio to the "
+              f"floor median {statistics.median(ratios[name]):.2f} "
+              f"(rounds: {', '.join(f'{x:.2f}' for x in ratios[name])})")
+    if "run" in ratios:
+        ok = statistics.median(ratios["run"]) <= TARGET
+        print(f"ma run at most {TARGET}x the floor: {'yes' if ok else 'NO'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
