@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import market_agents
-from market_agents.analysis.stats import mde
+from market_agents.analysis.stats import mde, sigma_upper
 from market_agents.protocol.estimability import families
 from market_agents.protocol.freeze import FROZEN_FILES, FreezeError, build, load, verify
 
@@ -58,21 +58,54 @@ def test_build_records_everything_the_protocol_lists(pkg_copy):
     assert f["git"]["commit"] and len(f["git"]["commit"]) == 40
     assert f["models"] == {"gpt-5.4-nano": {"input": 0.2, "output": 1.25}}
     assert f["sensitivity_grid"]["crash_drop"] == [0.07, 0.10, 0.15]
-    # the paired t test's MDE at the family's Holm level (T1: 1 test; T4: 1 contrast x 2)
-    assert f["mde"]["share_25"]["mde"]["volatility"] == pytest.approx(mde(0.002, 10), rel=1e-9)
-    assert f["mde"]["memory_25"]["sigma_from"] == "max over pilot cells"
+    # the paired t test's MDE at the family's Holm level (T1: 1 test; T4: 1 contrast x 2), at
+    # the 80 % upper bound of σ_d on the pilot's 3 - 1 df, and at σ̂_d beside it
+    up = sigma_upper(1.0, 2)
+    assert f["mde"]["share_25"]["mde"]["volatility"] == pytest.approx(mde(0.002 * up, 10),
+                                                                      rel=1e-9)
+    assert f["mde"]["share_25"]["mde_point"]["volatility"] == pytest.approx(mde(0.002, 10),
+                                                                            rel=1e-9)
+    assert f["mde"]["share_25"]["sigma"]["volatility"] == {
+        "from": "share_25", "hat": 0.002, "df": 2, "level": 0.8, "upper": 0.002 * up}
+    assert f["mde_settings"]["sigma_level"] == 0.8
+    assert f["mde"]["memory_25"]["sigma"]["volatility"]["from"] == (
+        "largest bound over pilot cells")
     assert f["mde"]["memory_25"]["mde"]["volatility"] == pytest.approx(
-        mde(0.004, 4, family_size=2), rel=1e-9)
+        mde(0.004 * up, 4, family_size=2), rel=1e-9)
     assert f["mde"]["memory_25"]["family_size"] == 2
     assert "share_0" not in f["mde"]
-    # memory_25 cannot detect the smallest effect of interest on 4 seeds: named
-    assert f["underpowered"] == [f"memory_25 × volatility: MDE "
-                                 f"{mde(0.004, 4, family_size=2):.4g} at α = 0.05/2 exceeds "
-                                 "the smallest effect of interest 0.003",
-                                 "memory_25 × rad: MDE undefined (4 paired seeds or no pilot "
-                                 "σ̂_d)"]
+    # at its bound share_25 cannot detect 0.003 either (at σ̂_d it could); memory_25 on 4
+    # seeds cannot: both named
+    assert f["underpowered"][0].startswith("share_25 × volatility: MDE 0.004217")
+    assert f["mde"]["share_25"]["mde_point"]["volatility"] < 0.003
+    assert f["underpowered"][1].startswith(
+        f"memory_25 × volatility: MDE {mde(0.004 * up, 4, family_size=2):.4g} at α = 0.05/2 "
+        "exceeds the smallest effect of interest 0.003 (σ_d bound 0.008468: 80% upper bound "
+        "of σ̂_d 0.004 on 2 df; point MDE")
+    assert f["underpowered"][2:] == ["memory_25 × rad: MDE undefined (4 paired seeds or no "
+                                     "pilot σ̂_d)"]
     clean = {**f["git"], "dirty": False}  # the freeze holds on a clean tree at its commit
     verify(f, _design(), clean, package_root=pkg_copy)
+
+
+def test_the_bound_makes_a_cell_underpowered_that_its_point_estimate_would_not(pkg_copy):
+    """A σ̂_d from two nearly equal differences vouches for little: share_25 powered at σ̂_d
+    is underpowered at the bound; pooled with share_50 (declared exchangeable), its bound
+    rests on share_50's σ̂_d too, on 2 + 2 df."""
+    d = _design()
+    d["smallest_effect"] = {"volatility": 0.0006}
+    pilot = {"pass": True, "sigma_d": {"share_25": {"n_pairs": 3, "volatility": 0.0004},
+                                       "share_50": {"n_pairs": 3, "volatility": 0.004}}}
+    alone = build(d, pilot, PRICES, {}, package_root=pkg_copy)
+    row = alone["mde"]["share_25"]
+    assert row["mde_point"]["volatility"] < 0.0006 < row["mde"]["volatility"]
+    assert any(u.startswith("share_25 × volatility") for u in alone["underpowered"])
+    pooled = build({**d, "power": {"sigma_level": 0.8, "exchangeable": {
+        "volatility": ["share_25", "share_50"]}}}, pilot, PRICES, {}, package_root=pkg_copy)
+    s = pooled["mde"]["share_25"]["sigma"]["volatility"]
+    assert s["from"] == "pooled over share_25, share_50" and s["df"] == 4
+    assert s["hat"] == pytest.approx((0.0004 ** 2 / 2 + 0.004 ** 2 / 2) ** 0.5)
+    assert pooled["mde_settings"]["exchangeable"] == {"volatility": ["share_25", "share_50"]}
 
 
 def test_refuses_after_outcomes_py_changes(pkg_copy):
@@ -291,13 +324,14 @@ def test_freeze_names_every_estimand_it_cannot_estimate_and_refuses_until_record
                                str(pilot), *extra], cwd=workdir, env=env(),
                               capture_output=True, text=True, timeout=120)
 
-    # The protocol's own seeds for the mock-only cells (1-10) have no share_0 run.
+    # The protocol's own seeds for the mock-only cells (1-10), against its share_0, have no
+    # share_0 run.
     as_written = workdir / "config/designs/as_written.yaml"
     text = path.read_text()
     for cell in ("auction_25", "interval_10"):
-        text = text.replace(f"  - name: {cell}  # mock only; on the pool's seeds, where share_0 "
-                            "is its control (deviation)\n    tier: T6\n    n_seeds: 10",
-                            f"  - name: {cell}\n    tier: T6\n    seeds: \"1-10\"")
+        start = text.index(f"  - name: {cell}")
+        end = text.index("    overrides:", start)
+        text = text[:start] + f"  - name: {cell}\n    tier: T6\n    seeds: \"1-10\"\n" + text[end:]
     as_written.write_text(text)
     refused = freeze(as_written)
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1

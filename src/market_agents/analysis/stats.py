@@ -6,7 +6,7 @@ and seed s of its control share the fundamental path and every classical trader'
 effect estimate is the mean over seeds of the paired difference y(cell, s) - y(control, s)
 (§4: its SD is the pilot's σ̂_d, which sized the confirmatory tiers). A contrast generalizes it
 to signed sums of cells, which is how the E5 interaction
-(leverage_25 - leverage_0) - (share_25 - share_0) is estimated seed by seed.
+(leverage_25 - share_25) - (leverage_0 - share_0) is estimated seed by seed.
 
 One implementation serves the pilot's σ̂_d (:func:`paired_differences`), the run contract's
 effects and the paper's estimates (:func:`estimate`, :func:`holm`). The t interval, the p-value
@@ -61,6 +61,10 @@ LEVEL = 0.95
 NO_SPREAD = 1e-12
 # The power calculation's settings (§4: two-sided paired test at 5 %, power 0.8).
 ALPHA, POWER = 0.05, 0.80
+# The one-sided level of the upper confidence bound of σ_d that the freeze's MDE rests on
+# (a design may set another: ``power.sigma_level``): σ̂_d from a pilot of 2-3 pairs is too
+# noisy to size a test on (on 1 df it falls below 0.3 σ_d in a quarter of pilots).
+SIGMA_LEVEL = 0.80
 N_BOOTSTRAP = 9999
 BOOTSTRAP_SEED = 20261027  # the protocol's date: fixed, so the intervals are reproducible
 
@@ -85,6 +89,11 @@ class Contrast:
     def control_label(self) -> str:
         """The control as text, e.g. ``share_25 - share_0``."""
         return _signed(self.control)
+
+    @staticmethod
+    def label_of(terms: Mapping[str, int]) -> str:
+        """Signed cells as text, e.g. ``leverage_25 - share_25``."""
+        return _signed(terms)
 
 
 def _signed(terms: Mapping[str, int]) -> str:
@@ -314,6 +323,38 @@ def mde(sigma_d: float | None, n: int, alpha: float = ALPHA, power: float = POWE
     while excess_power(high) < 0:
         high *= 2
     return optimize.brentq(excess_power, 0.0, high, xtol=1e-12, rtol=1e-10) * abs(sigma_d)
+
+
+def sigma_upper(sigma_hat: float | None, df: int, level: float = SIGMA_LEVEL) -> float | None:
+    """The upper ``level`` confidence bound of σ_d from σ̂_d on ``df`` degrees of freedom:
+    σ̂_d √(df / χ²_{1-level, df}), since df σ̂_d² / σ_d² ~ χ²_df for normal paired differences
+    (Run protocol §4: the pilot's σ̂_d sizes the tiers; the bound is what it can vouch for).
+
+    Args:
+        sigma_hat: the SD of the paired differences (ddof 1), in the outcome's units.
+        df: its degrees of freedom (pairs - 1; a pooled σ̂_d: the sum over its cells).
+        level: the bound's one-sided confidence level (0 < level < 1).
+
+    Returns:
+        The bound in the outcome's units (2.12 σ̂_d on 2 df at 80 %); None when σ̂_d is
+        missing or df < 1.
+    """
+    from scipy import stats  # why: scipy takes ~0.3 s to load; only an MDE needs it
+
+    if sigma_hat is None or not math.isfinite(sigma_hat) or df < 1:
+        return None
+    return float(sigma_hat * math.sqrt(df / stats.chi2.ppf(1 - level, df)))
+
+
+def pooled_sigma(parts: Iterable[tuple[float | None, int]]) -> tuple[float | None, int]:
+    """σ̂_d pooled over cells a design declares exchangeable for an outcome: √(Σ df_i σ̂_i² /
+    Σ df_i) on Σ df_i degrees of freedom; ``parts`` are (σ̂_i, df_i), missing σ̂ skipped.
+    Returns (None, 0) when nothing is left."""
+    kept = [(s, df) for s, df in parts if s is not None and math.isfinite(s) and df >= 1]
+    df = sum(d for _, d in kept)
+    if not df:
+        return None, 0
+    return math.sqrt(sum(d * s * s for s, d in kept) / df), df
 
 
 def family_size(n_contrasts: int, primary: Sequence[str]) -> int:

@@ -133,7 +133,8 @@ def _estimability(args: argparse.Namespace, design, facts: dict, pilot: dict) ->
 
     rehearsed = layout.outcomes_path(design.name, True, args.results)
     rehearsal = pl.read_parquet(rehearsed) if not args.mock and rehearsed.exists() else None
-    problems = not_estimable(facts["cells"], facts["families"], pilot, rehearsal)
+    problems = not_estimable(facts["cells"], facts["families"], pilot, rehearsal,
+                             facts["interactions"])
     record = {"problems": problems, "rehearsal": str(rehearsed) if rehearsal is not None
               else None, "deviation": None}
     if problems and not args.deviation:

@@ -53,13 +53,15 @@ ARTIFACTS: tuple[Artifact, ...] = (
              "answers at config/prices.yaml), the tier budget, and the cumulative spend against "
              "the project cap."),
     Artifact("primary_estimates", "table", "Primary estimates per tier",
-             "Every cell against share_0 (leverage_0 for the E5 interaction "
-             "(leverage_25 - leverage_0) - (share_25 - share_0), estimated seed by seed), for "
-             "every paper outcome; one Holm family per tier (its contrasts x its primary "
-             "outcomes); 'mde': the minimum detectable effect of the freeze (freeze.json: the "
-             "paired t test on n - 1 df at power 0.8, at the family's Holm level for a primary "
-             "outcome), or, where named in the mde source note, one computed the same way from "
-             "the rehearsed pilot. " + EST),
+             "Every cell against the cell its design names (default share_0; a mechanism "
+             "cell against the cell it differs from by the mechanism alone), and the design's "
+             "interactions (E5: (leverage_25 - share_25) - (leverage_0 - share_0), estimated "
+             "seed by seed), for every paper outcome; one Holm family per tier (its contrasts x "
+             "its primary outcomes); 'mde': the minimum detectable effect of the freeze "
+             "(freeze.json: the paired t test on n - 1 df at power 0.8, at the family's Holm "
+             "level for a primary outcome, at the upper confidence bound of sigma_d), or, where "
+             "named in the mde source note, one computed the same way from the rehearsed "
+             "pilot. " + EST),
     Artifact("dose_response", "table", "Dose-response over the LLM share",
              "The share cells (phi in {0, 0.01, 0.05, 0.10, 0.25, 0.50, 0.75, 1.0}) from the "
              "primary estimates: treated mean and paired difference against share_0 with its "

@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from market_agents.analysis import stats
+from market_agents.analysis.stats import Contrast
 from market_agents.protocol.comparisons import Comparison
 
 
@@ -50,6 +51,8 @@ class PaperData:
         comparisons: the comparison tables the design declares (``Design.comparisons``).
         code_fingerprint: the code fingerprint of the runs read (their manifests'
             ``code_fingerprint``, one for all; None: made before fingerprints).
+        against: cell -> the cell its pre-registered contrast subtracts (``Design.against``;
+            a cell not named: share_0); ``interactions``: the design's interaction contrasts.
     """
 
     design: str
@@ -75,6 +78,8 @@ class PaperData:
     tiers: tuple[str, ...] = ()
     comparisons: tuple[Comparison, ...] = ()
     code_fingerprint: str | None = None
+    against: dict[str, str | None] = field(default_factory=dict)
+    interactions: tuple[Contrast, ...] = ()
 
     @property
     def exclude_seeds(self) -> tuple[int, ...]:

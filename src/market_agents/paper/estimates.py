@@ -28,11 +28,12 @@ SPILLOVER_CELL = "k2_25"
 
 def primary_contrasts(data: PaperData) -> list[Contrast]:
     """:func:`tier_contrasts` of the cells that ran."""
-    return tier_contrasts(data.cells, data.tier)
+    return tier_contrasts(data.cells, data.tier, data.against, data.interactions)
 
 
 def primary_estimates(data: PaperData) -> pl.DataFrame | Skip:
-    """The pre-registered paired estimates: every cell against ``share_0`` (and E5), per
+    """The pre-registered paired estimates: every cell against the cell its design names
+    (default ``share_0``) and the design's interactions (E5), per
     outcome, with t and bootstrap intervals and the MDE (Run protocol §5.1-§5.2).
 
     Returns:

@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from market_agents.analysis import stats
 from market_agents.analysis.outcomes import RunFiles
 from market_agents.analysis.scoring import episodes_at
 from market_agents.config import read_yaml
@@ -36,6 +37,7 @@ from market_agents.paper import cards
 from market_agents.paper.catalog import artifacts
 from market_agents.paper.contents import representative_seeds
 from market_agents.paper.data import PaperData
+from market_agents.prices import load_prices
 from market_agents.protocol import freeze
 from market_agents.protocol.design import Design
 from market_agents.protocol.estimability import mde_table, not_estimable
@@ -222,7 +224,8 @@ def read_pilot(roles: Roles, rehearsal: bool, root: Path,
 
 
 def read_mde(design: Design, pilot: dict | None, rehearsal: bool,
-             root: Path, facts: dict | None = None) -> tuple[dict, str]:
+             root: Path, facts: dict | None = None,
+             exclude: tuple[int, ...] = stats.PILOT_SEEDS) -> tuple[dict, str]:
     """The minimum detectable effects of the design's cells, and where they came from.
 
     From the freeze when there is one; otherwise computed as the freeze does from the pilot's
@@ -238,7 +241,8 @@ def read_mde(design: Design, pilot: dict | None, rehearsal: bool,
                 f"{path}")
     if pilot and pilot.get("sigma_d"):
         facts = facts or design_facts(design)
-        table = mde_table(facts["cells"], pilot["sigma_d"], facts["families"])
+        table = mde_table(facts["cells"], pilot["sigma_d"], facts["families"], facts["power"],
+                          facts["interactions"], exclude)
         return ({c: row["mde"] for c, row in table.items()},
                 "computed as the freeze does from the " + ("rehearsed " if rehearsal else "")
                 + "pilot's σ̂_d (no freeze.json)")
@@ -277,7 +281,8 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
     confirmatory = design.name == roles.confirmatory
     # the confirmatory design's facts, read once: its MDEs and what it cannot estimate
     facts = design_facts(design) if confirmatory else None
-    mde, mde_source = read_mde(design, pilot, rehearsal, root, facts)
+    mde, mde_source = read_mde(design, pilot, rehearsal, root, facts,
+                               stats.PILOT_SEEDS if confirmatory else ())
     log = deviations_log(root)
     logged = cards.parse_deviations(log.read_text(encoding="utf-8").splitlines(), str(log)) if (
         log.exists()) else []
@@ -291,7 +296,8 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
         sigma=pl.read_parquet(sigma_path) if sigma_path.exists() else None,
         pilot=pilot, pilot_outcomes=pilot_outcomes, mde=mde, mde_source=mde_source,
         primary=design.primary_by_tier, ticks=read["ticks"], tiers=TIERS,
-        comparisons=design.comparisons, code_fingerprint=read["code"])
+        comparisons=design.comparisons, code_fingerprint=read["code"],
+        against=design.against, interactions=design.interaction_contrasts)
     if facts is not None:
         data.not_estimable = not_estimable_note(facts, data)
     inputs += [str(p) for p in (sigma_path, log) if p.exists()] + pilot_inputs
@@ -300,7 +306,8 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
     # its manifests say it was priced
     prices["models"] = {**read["priced"], **(prices.get("models") or {})}
     texts = {"model_cards.md": cards.model_cards_md(read["uses"], prices, note),
-             "deviations.md": cards.deviations_md(logged, str(log), note)}
+             "deviations.md": cards.deviations_md(logged, str(log), note,
+                                                  load_prices(design.prices_path))}
     return data, texts, inputs
 
 
@@ -309,6 +316,7 @@ def not_estimable_note(facts: dict[str, Any], data: PaperData) -> str:
     ``facts.design_facts``) that its runs (``data``: a rehearsal's or the live ones) cannot
     estimate, as the freeze names them (``estimability.not_estimable``: no control seeds, no
     variation, a mechanism that never acted), or "none"."""
-    problems = not_estimable(facts["cells"], facts["families"], data.pilot or {}, data.outcomes)
+    problems = not_estimable(facts["cells"], facts["families"], data.pilot or {}, data.outcomes,
+                             facts["interactions"])
     return "; ".join(problems) if problems else "none"
 
