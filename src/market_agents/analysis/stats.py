@@ -45,10 +45,12 @@ PRIMARY_OUTCOMES = (
 # whether it prices worse. Every other outcome is secondary: reported unadjusted, exploratory.
 DEFAULT_PRIMARY = ("volatility", "mispricing")
 # The outcomes the paper estimates for every cell (the primary ones above, plus the episode
-# counts, the placebo move and volume), in the order the tables list them; halts and the reject
-# ratio only where the cell switches on a mechanism they measure (each mechanism's `measures`).
+# counts, the placebo move, volume and the signed premium beside |P/V - 1|), in the order the
+# tables list them; halts and the reject ratio only where the cell switches on a mechanism they
+# measure (each mechanism's `measures`).
 PAPER_OUTCOMES = (
-    "volatility", "excess_kurtosis", "mispricing", "rad", "rd", "n_bubbles", "bubble_share",
+    "volatility", "excess_kurtosis", "mispricing", "premium", "premium_pub", "rad", "rd",
+    "n_bubbles", "bubble_share",
     "n_crashes", "crash_share", "shock_half_ticks", "shock_priced_share", "placebo_move",
     "mean_spread", "volume", "turnover", "n_halts", "reject_ratio",
 )
