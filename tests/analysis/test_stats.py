@@ -224,8 +224,33 @@ def test_an_estimand_without_control_seeds_and_a_constant_outcome_are_not_estima
     t = estimates(frame(rows), contrasts, columns=["y"])
     why = dict(zip(t["cell"], t["not_estimable"], strict=True))
     assert why["auction_25"] == "no paired seeds: no share_0 run"
-    assert why["flat"] == "no variation: every paired difference is 0"
+    assert why["flat"] == "identical to share_0 seed by seed (the same runs' values)"
     assert t["t_low"].null_count() == 2 and t["p_holm"].null_count() == 2
+
+
+def test_outcomes_that_cannot_move_are_named_not_estimated():
+    """Known answers: an outcome 0 in every run (bubbles on the mock) never varied; a cell equal
+    to its control seed by seed is the control against itself; a breaker that acted on one of
+    three seeds, identical to its reference on the other two, is estimated with that said."""
+    rows = []
+    for seed, (ref, brk, idle) in {101: (1.0, 1.0, "breaker"), 102: (2.0, 2.7, ""),
+                                   103: (3.0, 3.0, "breaker")}.items():
+        for cell, y, mech, id_ in (("share_25", ref, "", ""), ("breaker_25", brk, "breaker", idle),
+                                   ("copy", ref, "", "")):
+            rows.append({"cell": cell, "seed": seed, "y": y, "n_bubbles": 0,
+                         "mechanisms": mech, "mechanisms_idle": id_})
+    outcomes = pl.DataFrame(rows)
+    contrasts = [Contrast(c, "T4", {c: 1}, {"share_25": 1}) for c in ("breaker_25", "copy")]
+    t = estimates(outcomes, contrasts, columns=["y", "n_bubbles"])
+    row = {(r["cell"], r["outcome"]): r for r in t.iter_rows(named=True)}
+    assert row[("breaker_25", "n_bubbles")]["not_estimable"] == (
+        "never varied: 0 in every run of breaker_25, share_25")
+    assert row[("copy", "y")]["not_estimable"] == (
+        "identical to share_25 seed by seed (the same runs' values)")
+    b = row[("breaker_25", "y")]
+    assert b["not_estimable"] is None and b["t_low"] is not None
+    assert b["caveat"] == ("identical to share_25 on 2 of 3 seeds (101, 103); its breaker "
+                           "acted on 1 of 3 seeds (102)")
 
 
 @pytest.mark.parametrize("df", [1, 2, 3])

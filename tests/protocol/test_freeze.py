@@ -162,9 +162,34 @@ def test_cli_refuses_a_failed_pilot_unless_accepted_and_never_overwrites(workdir
         require_freeze(design, "mini_25_equalusd")
     refused = ma(*cmd)
     assert refused.returncode == 2 and "pilot criteria failed: cost_per_decision" in refused.stderr
+    # the rehearsal has run: bubbles never occur, memory_25's memory acted on its one seed
+    import polars as pl
+
+    from market_agents.layout import outcomes_path
+
+    rehearsed = outcomes_path("confirmatory", True, workdir / "results")
+    rehearsed.parent.mkdir(parents=True, exist_ok=True)
+    import hashlib
+
+    def noise(*key):
+        return int(hashlib.sha256(repr(key).encode()).hexdigest()[:6], 16) % 997 * 1e-6
+
+    pl.DataFrame([{"cell": c, "seed": s, "volatility": 0.003 + noise(c, s, 1),
+                   "mispricing": 0.004 + noise(c, s, 2), "n_bubbles": 0,
+                   "mechanisms": "memory" if c == "memory_25" else "",
+                   "mechanisms_idle": ""}
+                  for c, s in design.runs()]).write_parquet(rehearsed)
     done = ma(*cmd, "--accept-failed-pilot")
     assert done.returncode == 0, done.stderr
     frozen = json.loads(out.read_text())
+    moved = frozen["not_estimable"]["movement"]
+    assert workdir / moved["outcomes"] == rehearsed
+    assert ("share_25 × n_bubbles: never varied: 0 in every run of share_25, share_0"
+            in moved["never_moved"])
+    assert not [m for m in moved["never_moved"] if "volatility" in m]
+    assert moved["mechanism_activity"]["memory_25"]["memory"] == {
+        "acted": [101], "idle": [], "phrase": "memory acted on 1 of 1 seeds"}
+    assert "never moved in the rehearsal: share_25 × n_bubbles" in done.stdout
     assert frozen["pilot_failed_criteria_accepted"] == ["cost_per_decision"]
     assert frozen["not_estimable"]["problems"] == []  # no rehearsal yet: the design's checks
     assert frozen["families"]["T1"]["primary"] == ["volatility", "mispricing"]
@@ -338,8 +363,8 @@ def test_freeze_names_every_estimand_it_cannot_estimate_and_refuses_until_record
     for named in ("auction_25: no share_0 run on its seeds (seeds 1-10",
                   "interval_10: no share_0 run on its seeds (seeds 1-10",
                   "breaker_25: its breaker never acted on its 2 rehearsed seeds",
-                  "share_25 × mispricing: no variation: every paired difference is 0 in the "
-                  "rehearsal"):
+                  "share_25 × mispricing: never varied: 0.004 in every run of share_25, "
+                  "share_0 in the rehearsal"):
         assert named in refused.stderr, refused.stderr
     assert "volatility" not in refused.stderr  # it varies: estimable
     # The design as shipped gives the mock-only cells their control; the breaker and the
@@ -398,7 +423,7 @@ def test_a_deviation_records_the_estimands_the_freeze_could_not_estimate(workdir
         "mean_usd": 0.0123, "runs": 3, "models": ["gpt-5.4-nano"]}}}))
     out = workdir / "results/manifests/freeze.json"
     refused = ma("freeze", "create", path, "--pilot", str(pilot))
-    assert refused.returncode == 2 and "share_25 × mispricing: no variation" in refused.stderr
+    assert refused.returncode == 2 and "share_25 × mispricing: never varied" in refused.stderr
     assert not out.exists()
     done = ma("freeze", "create", path, "--pilot", str(pilot), "--deviation",
               "mispricing does not vary on the mock: reviewed")

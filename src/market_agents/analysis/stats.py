@@ -268,13 +268,19 @@ def estimate(sample: PairedSample, level: float = LEVEL, n_resamples: int = N_BO
     return out
 
 
-def not_estimable(e: Mapping[str, Any], dropped: Mapping[int, str] | None = None) -> str | None:
+def not_estimable(e: Mapping[str, Any], dropped: Mapping[int, str] | None = None,
+                  sample: PairedSample | None = None,
+                  contrast: Contrast | None = None) -> str | None:
     """Why an :func:`estimate` has no interval, in words, or None when it has one.
 
     Args:
         e: the estimate (``n``, ``se``, ``diff``).
         dropped: seed -> why it was not paired (:class:`PairedSample`), to name the cause of
             an empty sample.
+        sample: the paired sample, to say why nothing varies: the outcome never varied (one
+            value in every run of its cells: a bubble that never occurs) or the treated cells
+            equal the control seed by seed.
+        contrast: its contrast (the cells named).
     """
     if e["n"] == 0:
         reasons = sorted(set((dropped or {}).values()))
@@ -282,8 +288,53 @@ def not_estimable(e: Mapping[str, Any], dropped: Mapping[int, str] | None = None
     if e["n"] == 1:
         return "one paired seed: no standard error"
     if e["se"] == 0:
+        if sample is not None and contrast is not None:
+            if _same(np.concatenate([sample.treated, sample.control])):
+                return (f"never varied: {sample.treated[0]:.6g} in every run of "
+                        f"{', '.join(contrast.cells)}")
+            if _same(sample.differences) and abs(e["diff"]) <= _tiny(sample):
+                return (f"identical to {contrast.control_label} seed by seed (the same runs' "
+                        "values)")
         return f"no variation: every paired difference is {e['diff']:.6g}"
     return None
+
+
+def _tiny(sample: PairedSample) -> float:
+    scale = max(np.abs(sample.treated).max(), np.abs(sample.control).max(), 0.0)
+    return NO_SPREAD * scale
+
+
+def _same(x: np.ndarray) -> bool:
+    return bool(len(x)) and float(x.max() - x.min()) <= NO_SPREAD * float(np.abs(x).max())
+
+
+def identical_seeds(sample: PairedSample) -> list[int]:
+    """The paired seeds where the treated cells' value equals the control's (up to rounding):
+    where the treatment changed nothing this outcome measures, e.g. a breaker that never
+    halted."""
+    tol = _tiny(sample)
+    return [s for s, d in zip(sample.seeds, sample.differences, strict=True) if abs(d) <= tol]
+
+
+def caveat(sample: PairedSample, contrast: Contrast,
+           idle: Mapping[int, Sequence[str]] | None = None) -> str | None:
+    """What an estimate with an interval rests on that is not evidence, in words, or None:
+    the seeds where the treated cells equal the control (part of the estimate is the control
+    against itself), and the seeds where a mechanism of its first treated cell never acted
+    (``idle``: seed -> idle mechanisms)."""
+    parts = []
+    same = identical_seeds(sample)
+    if same and len(same) < len(sample.seeds):
+        parts.append(f"identical to {contrast.control_label} on {len(same)} of "
+                     f"{len(sample.seeds)} seeds ({', '.join(map(str, same))})")
+    idle_on = {m: [s for s in sample.seeds if m in (idle or {}).get(s, ())]
+               for ms in (idle or {}).values() for m in ms}
+    for m, seeds in idle_on.items():
+        acted = [s for s in sample.seeds if s not in seeds]
+        if seeds:
+            parts.append(f"its {m} acted on {len(acted)} of {len(sample.seeds)} seeds"
+                         + (f" ({', '.join(map(str, acted))})" if acted else ""))
+    return "; ".join(parts) or None
 
 
 def mde(sigma_d: float | None, n: int, alpha: float = ALPHA, power: float = POWER,
@@ -392,8 +443,10 @@ def estimates(outcomes: pl.DataFrame, contrasts: Sequence[Contrast],
               primary: Mapping[str, Sequence[str]] | None = None) -> pl.DataFrame:
     """One row per contrast and outcome: the :func:`estimate`, its role, the Holm-adjusted p
     within the contrast's family, the minimum detectable effect (``mde[cell][y]``, e.g. from
-    freeze.json), why it is not estimable (:func:`not_estimable`) and the seeds that were
-    dropped, with the reason.
+    freeze.json), why it is not estimable (:func:`not_estimable`: an outcome that never
+    varied, a cell identical to its control), what an estimable one rests on that is not
+    evidence (:func:`caveat`: seeds identical to the control, seeds where the mechanism never
+    acted) and the seeds that were dropped, with the reason.
 
     Args:
         outcomes: the gathered outcomes (one row per run).
@@ -412,9 +465,13 @@ def estimates(outcomes: pl.DataFrame, contrasts: Sequence[Contrast],
     exclude = list(exclude_seeds)
     values = {y: seed_values(outcomes, y) for y in columns if y in outcomes.columns}
     switched: dict[str, set[str]] = {}
+    idle: dict[str, dict[int, list[str]]] = {}  # cell -> seed -> mechanisms that never acted
     if "mechanisms" in outcomes.columns:
         for cell, mechs in outcomes.select("cell", "mechanisms").iter_rows():
             switched.setdefault(cell, set()).update(filter(None, (mechs or "").split(",")))
+    if "mechanisms_idle" in outcomes.columns:
+        for cell, seed, mechs in outcomes.select("cell", "seed", "mechanisms_idle").iter_rows():
+            idle.setdefault(cell, {})[int(seed)] = [m for m in (mechs or "").split(",") if m]
     rows = []
     for c in contrasts:
         first = next(iter(c.treated))
@@ -425,10 +482,12 @@ def estimates(outcomes: pl.DataFrame, contrasts: Sequence[Contrast],
             mde_y = (mde or {}).get(first, {}).get(y)
             e = estimate(sample)
             is_primary = primary is None or y in primary.get(c.family, ())
+            why = not_estimable(e, sample.dropped, sample, c)
             rows.append({
                 "family": c.family, "cell": c.label, "control": c.control_label, "outcome": y,
                 "role": "primary" if is_primary else "secondary", **e, "p_holm": None,
-                "mde": mde_y, "not_estimable": not_estimable(e, sample.dropped),
+                "mde": mde_y, "not_estimable": why,
+                "caveat": None if why else caveat(sample, c, idle.get(first)),
                 "dropped": "; ".join(f"{s}: {why}" for s, why in sample.dropped.items()),
             })
     for fam in dict.fromkeys(r["family"] for r in rows):
@@ -439,5 +498,5 @@ def estimates(outcomes: pl.DataFrame, contrasts: Sequence[Contrast],
               "role": pl.Utf8, "n": pl.Int64,
               **dict.fromkeys(("treated_mean", "control_mean", "diff", "se", "t_low", "t_high",
                                "boot_low", "boot_high", "p", "p_holm", "mde"), pl.Float64),
-              "not_estimable": pl.Utf8, "dropped": pl.Utf8}
+              "not_estimable": pl.Utf8, "caveat": pl.Utf8, "dropped": pl.Utf8}
     return pl.DataFrame(rows, schema=schema)

@@ -6,6 +6,7 @@ paths reuse :func:`market_agents.analysis.figures.price_figure`.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,8 +33,12 @@ def _grid(n: int, cols: int = 3):
 
 
 def _title(fig, title: str, mock_note: str | None) -> None:
-    fig.suptitle(f"[{mock_note}] {title}" if mock_note else title, fontsize=12)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    text = f"[{mock_note}] {title}" if mock_note else title
+    # wrapped to the figure's width (about 10 characters an inch at this size), so a long
+    # caption is never cut off; the panels start below however many lines it takes
+    lines = textwrap.wrap(text, width=max(40, int(fig.get_figwidth() * 10)))
+    fig.suptitle("\n".join(lines), fontsize=12)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.25 * len(lines) / fig.get_figheight()))
 
 
 def dose_response(table: pl.DataFrame | Skip, mock_note: str | None, title: str):
@@ -51,7 +56,13 @@ def dose_response(table: pl.DataFrame | Skip, mock_note: str | None, title: str)
     """
     if isinstance(table, Skip):
         return table
-    outcomes = table["outcome"].unique(maintain_order=True).to_list()
+    every = table["outcome"].unique(maintain_order=True).to_list()
+    # an outcome whose paired differences are 0 at every phi, with no interval, never moved
+    flat = [y for y in every if table.filter(pl.col("outcome") == y).select(
+        (pl.col("diff").fill_null(0) == 0).all() & pl.col("t_low").is_null().all()).item()]
+    outcomes = [y for y in every if y not in flat]
+    if not outcomes:
+        return Skip("no outcome moved at any phi (" + ", ".join(flat) + ")")
     fig, axes = _grid(len(outcomes))
     half = 0.012  # half-width of a bootstrap band, in units of phi
     for ax, y in zip(axes, outcomes, strict=False):
@@ -79,8 +90,20 @@ def dose_response(table: pl.DataFrame | Skip, mock_note: str | None, title: str)
     axes[0].set_ylabel("paired difference vs share_0", fontsize=8)
     for ax in axes[-min(len(axes), 4):]:
         ax.set_xlabel("φ, share of LLM traders", fontsize=7)
-    _title(fig, title + " (bars: 95 % t interval; band: bootstrap)", mock_note)
+    _title(fig, title + " (bars: 95 % t interval; band: bootstrap)" + _not_shown(flat),
+           mock_note)
     return fig
+
+
+def _not_shown(flat: Sequence[str]) -> str:
+    """The caption's note of the panels left out because the outcome never moved."""
+    return (f"; not shown, never moved in any run: {', '.join(flat)}" if flat else "")
+
+
+def _constant(outcomes: pl.DataFrame, y: str) -> bool:
+    v = outcomes[y].cast(pl.Float64).drop_nulls()
+    v = v.filter(v.is_finite())
+    return v.n_unique() <= 1
 
 
 def outcome_distributions(outcomes: pl.DataFrame, mock_note: str | None, title: str):
@@ -94,9 +117,13 @@ def outcome_distributions(outcomes: pl.DataFrame, mock_note: str | None, title: 
     Returns:
         A matplotlib Figure, or a :class:`Skip` when the table has none of the paper outcomes.
     """
-    present = [y for y in PAPER_OUTCOMES if y in outcomes.columns]
-    if not present:
+    every = [y for y in PAPER_OUTCOMES if y in outcomes.columns]
+    if not every:
         return Skip("outcomes.parquet has none of the paper outcomes")
+    flat = [y for y in every if _constant(outcomes, y)]  # one value in every run: no panel
+    present = [y for y in every if y not in flat]
+    if not present:
+        return Skip("every paper outcome has one value in every run (" + ", ".join(flat) + ")")
     cells = outcomes["cell"].unique(maintain_order=True).to_list()
     fig, axes = _grid(len(present))
     for ax, y in zip(axes, present, strict=False):
@@ -109,7 +136,7 @@ def outcome_distributions(outcomes: pl.DataFrame, mock_note: str | None, title: 
         ax.set_xticks(range(len(cells)), cells, rotation=60, ha="right", fontsize=6)
         ax.set_title(y, fontsize=9)
         ax.tick_params(axis="y", labelsize=7)
-    _title(fig, title + " (dots: seeds; bars: means)", mock_note)
+    _title(fig, title + " (dots: seeds; bars: means)" + _not_shown(flat), mock_note)
     return fig
 
 

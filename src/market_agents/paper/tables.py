@@ -11,7 +11,12 @@ from __future__ import annotations
 import polars as pl
 
 from market_agents import layout
-from market_agents.analysis.estimands import activity_labels, fired
+from market_agents.analysis.estimands import (
+    activity_by_seed,
+    activity_labels,
+    activity_phrase,
+    fired,
+)
 from market_agents.paper.data import PaperData, Skip
 
 LIBRARY_CELL = "library_1000"
@@ -19,7 +24,9 @@ LIBRARY_CELL = "library_1000"
 
 def mechanism_activity(data: PaperData) -> pl.DataFrame | Skip:
     """What each mechanism did, per cell: mean activity per run and, per switched-on
-    mechanism, the seeds where it acted (a cell whose mechanism never acted measures nothing).
+    mechanism, on how many seeds and which it acted ("breaker acted on 1 of 3 seeds (102)":
+    on the others the cell is its reference; a cell whose mechanism never acted measures
+    nothing).
 
     Returns:
         A polars frame, or a :class:`Skip` saying why the design does not support the table.
@@ -30,7 +37,8 @@ def mechanism_activity(data: PaperData) -> pl.DataFrame | Skip:
     acted = fired(data.outcomes)
     table = (data.outcomes.group_by("cell", maintain_order=True)
              .agg(pl.len().alias("runs"), *[pl.col(c).cast(pl.Float64).mean() for c in present]))
-    label = {c: ", ".join(f"{m} {a}/{n}" for m, (a, n) in ms.items()) for c, ms in acted.items()}
+    label = {c: "; ".join(activity_phrase(m, seeds) for m, seeds in ms.items())
+             for c, ms in activity_by_seed(data.outcomes).items()}
     never = {c: ", ".join(m for m, (a, _) in ms.items() if a == 0) for c, ms in acted.items()}
     return table.with_columns(
         pl.col("cell").replace_strict(label, default="").alias("acted (seeds)"),

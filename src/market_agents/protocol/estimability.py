@@ -18,7 +18,13 @@ from typing import Any
 import polars as pl
 
 from market_agents.analysis import stats
-from market_agents.analysis.estimands import CONTROL, fired, tier_contrasts
+from market_agents.analysis.estimands import (
+    CONTROL,
+    activity_by_seed,
+    activity_phrase,
+    fired,
+    tier_contrasts,
+)
 from market_agents.protocol.tiers import label
 
 Interactions = Sequence[Mapping[str, Any]]  # facts' interactions: {label, treated, control}
@@ -227,6 +233,39 @@ def not_estimable(cells: Mapping[str, Mapping[str, Any]], fams: Mapping[str, Map
                     out.append(f"{cell}: its {m} never acted on its {on} rehearsed seeds "
                                "(the estimand measures nothing)")
     return out
+
+
+def movement(cells: Mapping[str, Mapping[str, Any]], fams: Mapping[str, Mapping[str, Any]],
+             rehearsal: pl.DataFrame, interactions: Interactions = ()) -> dict[str, Any]:
+    """What the rehearsal says can move, per contrast and outcome (every paper outcome, pilot
+    seeds excluded), for the freeze to record: what never varied on the mock (one value in
+    every run of its cells, or identical to the control seed by seed), what an estimable
+    contrast rests on that is not evidence (seeds identical to its control, seeds where its
+    mechanism never acted), and what each mechanism did on each seed.
+
+    Args:
+        cells: facts' cells.
+        fams: :func:`families`.
+        rehearsal: the confirmatory rehearsal's outcomes.parquet.
+        interactions: the design's interactions.
+
+    Returns:
+        ``never_moved`` and ``caveats`` ("cell × outcome: why" each) and
+        ``mechanism_activity`` (cell -> mechanism -> ``acted``/``idle`` seeds, and
+        ``phrase``, e.g. "breaker acted on 1 of 3 seeds (102)").
+    """
+    confirmatory = rehearsal.filter(~pl.col("seed").is_in(list(stats.PILOT_SEEDS)))
+    rows = stats.estimates(confirmatory, contrasts(cells, interactions),
+                           primary={t: fam["primary"] for t, fam in fams.items()})
+    never = [f"{r['cell']} × {r['outcome']}: {r['not_estimable']}"
+             for r in rows.iter_rows(named=True)
+             if (r["not_estimable"] or "").startswith(("never varied", "identical to"))]
+    caveats = [f"{r['cell']} × {r['outcome']}: {r['caveat']}"
+               for r in rows.iter_rows(named=True) if r["caveat"]]
+    activity = {cell: {m: {**seeds, "phrase": activity_phrase(m, seeds)}
+                       for m, seeds in ms.items()}
+                for cell, ms in activity_by_seed(confirmatory).items() if cell in cells}
+    return {"never_moved": never, "caveats": caveats, "mechanism_activity": activity}
 
 
 def _span(seeds: Sequence[int]) -> str:
