@@ -30,7 +30,7 @@ def test_rehearsal_of_the_confirmatory_design_writes_the_whole_paper(workdir):
     assert figures <= set(summary["figures"]), summary["skipped"]
     assert not [k for k in summary["skipped"] if not k.startswith("figures/price_")]
     md = (workdir / "paper/tables/primary_estimates.md").read_text()
-    assert md.startswith("## [Mock-based rehearsal]") and "MOCK-BASED REHEARSAL" in md
+    assert md.startswith("## [Mock-based rehearsal]") and "MOCK-BASED REHEARSAL" not in md
     assert "E5 (leverage_25 - share_25) - (leverage_0 - share_0)" in md
     library = (workdir / "paper/tables/library.csv").read_text()
     assert "arm (median of seed medians)" in library

@@ -118,6 +118,11 @@ ARTIFACTS: tuple[Artifact, ...] = (
              "pass criteria (>= 80 %, <= 10 %), USD per decision against the planned rate and "
              "its ±30 % band, and the SD of paired differences against share_0 (σ̂_d) per "
              "primary outcome, each relative to the control SD of that outcome."),
+    Artifact("forest", "figure", "Paired differences by contrast and outcome",
+             "Every contrast the design declares (the primary estimates, then each paired "
+             "comparison table) with its mean paired difference and 95 % t interval, one panel "
+             "per outcome in its units, zero marked; a difference without an interval is drawn "
+             "hollow (too few seeds); outcomes that never moved are named, not drawn."),
     Artifact("spend", "figure", "Spend by tier against plan and cap",
              "Planned USD per tier (planning rate) beside USD spent and priced (recorded "
              "answers at config/prices.yaml), the tier budget as a tick, and the cumulative "

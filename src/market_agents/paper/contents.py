@@ -110,7 +110,14 @@ def build(data: PaperData, texts: dict[str, str], inputs: list[str] | None = Non
         data.outcomes, note, artifact("figure", "outcome_distributions").title))
     figure("pilot_diagnostics", lambda: figures.pilot_diagnostics(
         data, artifact("figure", "pilot_diagnostics").title))
-    figure("spend", lambda: figures.spend(overview, note, artifact("figure", "spend").title))
-    figure("protocol_dag", lambda: figures.protocol_dag(
+    compared = [(artifact("table", "primary_estimates").title, primary)]
+    compared += [(c.title, paper.tables[c.name][1]) for c in data.comparisons
+                 if c.name in paper.tables and c.kind == "paired"]
+    figure("forest", lambda: figures.forest(compared, note, artifact("figure", "forest").title))
+    # the protocol's tiers: a design without tiers has no tier budget to spend or DAG to draw
+    no_tiers = Skip("the design has no tiers") if not data.has_tiers else None
+    figure("spend", lambda: no_tiers or figures.spend(overview, note,
+                                                      artifact("figure", "spend").title))
+    figure("protocol_dag", lambda: no_tiers or figures.protocol_dag(
         data.plan, data.tiers, note, artifact("figure", "protocol_dag").title))
     return paper

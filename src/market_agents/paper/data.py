@@ -93,6 +93,11 @@ class PaperData:
         """The design's cells in the order of its outcomes table."""
         return self.outcomes["cell"].unique(maintain_order=True).to_list()
 
+    @property
+    def has_tiers(self) -> bool:
+        """Whether any cell of the design has a tier (the protocol's tiered figures apply)."""
+        return "tier" in self.plan.columns and self.plan["tier"].drop_nulls().len() > 0
+
     def primary_of(self, family: str) -> tuple[str, ...]:
         """The primary outcomes of a family (a tier), as the design declares them."""
         return self.primary.get(family, stats.DEFAULT_PRIMARY)

@@ -97,7 +97,8 @@ def dose_response(table: pl.DataFrame | Skip, mock_note: str | None, title: str)
 
 def _not_shown(flat: Sequence[str]) -> str:
     """The caption's note of the panels left out because the outcome never moved."""
-    return (f"; not shown, never moved in any run: {', '.join(flat)}" if flat else "")
+    return (f"; not shown, never moved (one value, or none, in every run): {', '.join(flat)}"
+            if flat else "")
 
 
 def _constant(outcomes: pl.DataFrame, y: str) -> bool:
@@ -137,6 +138,75 @@ def outcome_distributions(outcomes: pl.DataFrame, mock_note: str | None, title: 
         ax.set_title(y, fontsize=9)
         ax.tick_params(axis="y", labelsize=7)
     _title(fig, title + " (dots: seeds; bars: means)" + _not_shown(flat), mock_note)
+    return fig
+
+
+def forest(compared: Sequence[tuple[str, pl.DataFrame | Skip]], mock_note: str | None,
+           title: str):
+    """The forest plot: every declared contrast's mean paired difference with its 95 % t
+    interval, one panel per outcome (its own units), one row per contrast, zero marked.
+
+    Args:
+        compared: (table title, its estimates: ``stats.estimates`` rows with cell, control,
+            outcome, diff, t_low, t_high; a Skip is left out), the primary estimates first.
+        mock_note: the rehearsal mark for the title, or None.
+        title: the figure's title.
+
+    Returns:
+        A matplotlib Figure, or a :class:`Skip` when no contrast has a difference.
+    """
+    frames = []
+    for i, (_, f) in enumerate(compared):
+        if isinstance(f, Skip) or f.is_empty() or "diff" not in f.columns:
+            continue
+        f = f if "control" in f.columns else f.with_columns(pl.lit("").alias("control"))
+        tag = "" if i == 0 else f" [{compared[i][0]}]"
+        frames.append(f.select(
+            (pl.col("cell") + pl.when(pl.col("control") != "").then(" - " + pl.col("control"))
+             .otherwise(pl.lit(""))).alias("pair"), pl.lit(tag).alias("tag"),
+            "outcome", "diff", "t_low", "t_high").filter(pl.col("diff").is_not_null()))
+    if not frames:
+        return Skip("no contrast has a paired difference")
+    # a comparison table's pair that the primary estimates already hold is drawn once
+    rows = (pl.concat(frames).unique(["pair", "outcome"], keep="first", maintain_order=True)
+            .with_columns((pl.col("pair") + pl.col("tag")).alias("row")))
+    labels = rows["row"].unique(maintain_order=True).to_list()
+    every = [y for y in PAPER_OUTCOMES if y in rows["outcome"].to_list()]
+    flat = [y for y in every if rows.filter(pl.col("outcome") == y).select(
+        (pl.col("diff") == 0).all() & pl.col("t_low").is_null().all()).item()]
+    shown = [y for y in every if y not in flat]
+    if not shown:
+        return Skip("no outcome moved in any contrast (" + ", ".join(flat) + ")")
+    plt = _pyplot()
+    cols = min(3, len(shown))
+    n_rows = math.ceil(len(shown) / cols)
+    fig, axes = plt.subplots(n_rows, cols, figsize=(4.2 * cols + 3.0, (0.2 * len(labels) + 1.0)
+                                                    * n_rows), squeeze=False)
+    flat_axes = [ax for r in axes for ax in r]
+    for ax in flat_axes[len(shown):]:
+        ax.set_visible(False)
+    pos = {label: i for i, label in enumerate(labels)}
+    for k, (ax, y) in enumerate(zip(flat_axes, shown, strict=False)):
+        ax.axvline(0, color="0.6", lw=0.8)
+        for r in rows.filter(pl.col("outcome") == y).iter_rows(named=True):
+            yi = pos[r["row"]]
+            if r["t_low"] is not None and r["t_high"] is not None:
+                ax.errorbar(r["diff"], yi, xerr=[[r["diff"] - r["t_low"]],
+                                                  [r["t_high"] - r["diff"]]],
+                            fmt="o", color="tab:blue", ms=3, capsize=2, lw=1)
+            else:
+                ax.plot(r["diff"], yi, "o", mfc="none", color="tab:blue", ms=3)
+        ax.set_ylim(len(labels) - 0.5, -0.5)
+        ax.set_yticks(range(len(labels)), labels if k % cols == 0 else [""] * len(labels),
+                      fontsize=6)
+        ax.set_title(y, fontsize=9)
+        ax.tick_params(axis="x", labelsize=6)
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4))
+    _title(fig, title + " (dots: mean paired difference; bars: 95 % t interval; hollow: no "
+           "interval)" + _not_shown(flat), mock_note)
+    # room for the contrasts' labels (about 0.05 inch a character at this size)
+    left = (0.05 * max(len(label) for label in labels) + 0.2) / fig.get_figwidth()
+    fig.subplots_adjust(left=max(fig.subplotpars.left, left))
     return fig
 
 

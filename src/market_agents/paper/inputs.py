@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from market_agents.analysis import stats
+from market_agents.analysis.estimands import CONTROL
 from market_agents.analysis.outcomes import RunFiles
 from market_agents.analysis.scoring import episodes_at
 from market_agents.config import read_yaml
@@ -271,6 +272,7 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
     outcomes = pl.read_parquet(gathered)
     if outcomes.is_empty():
         raise ConfigError(f"{gathered}: no runs")
+    outcomes = in_design_order(outcomes, design)
     inputs = [str(path), str(gathered)]
     read = read_runs(design, outcomes, rehearsal, root, progress)
     note = mock_note(design, rehearsal)
@@ -309,6 +311,21 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
              "deviations.md": cards.deviations_md(logged, str(log), note,
                                                   load_prices(design.prices_path))}
     return data, texts, inputs
+
+
+def in_design_order(outcomes: pl.DataFrame, design: Design) -> pl.DataFrame:
+    """The gathered runs with their cells in the paper's order: the control (share_0) and the
+    cells that are controls only (``against: none``) first, then the others as the design lists
+    them (a cell the design no longer has last), seeds ascending within a cell; every table and
+    figure follows it."""
+    order = [c for c, ref in design.against.items() if c == CONTROL or ref is None]
+    order = sorted(order, key=lambda c: c != CONTROL) + [c for c in design.cells
+                                                         if c not in order]
+    rank = {c: i for i, c in enumerate(order)}
+    return (outcomes.with_columns(pl.col("cell").replace_strict(rank, default=len(rank),
+                                                                return_dtype=pl.Int64)
+                                  .alias("_order"))
+            .sort("_order", "cell", "seed").drop("_order"))
 
 
 def not_estimable_note(facts: dict[str, Any], data: PaperData) -> str:
