@@ -168,9 +168,14 @@ def deviations_md(logged: list[dict[str, Any]], log_path: str, mock_note: str | 
     return "\n".join(lines) + "\n"
 
 
-def _listed(column: pl.Series) -> str:
+def _listed(column: pl.Series, kind: str = "") -> str:
     values = sorted({v for v in column.to_list() if v})
-    return ", ".join(f"`{v}`" for v in values) or "not recorded (runs made before hashes)"
+    if values:
+        return ", ".join(f"`{v}`" for v in values)
+    # a frozen-library replay sends no prompt: each decision is the recorded one nearest its
+    # state, so there is no hash to record, which is not the same as a run made before hashes
+    return ("none sent: decisions replayed from the frozen library (see its prompt versions)"
+            if kind == "library" else "not recorded (runs made before hashes)")
 
 
 def model_cards_md(uses: pl.DataFrame, prices: dict[str, Any], mock_note: str | None) -> str:
@@ -221,7 +226,7 @@ def model_cards_md(uses: pl.DataFrame, prices: dict[str, Any], mock_note: str | 
                       f"{'provider default' if t is None else t}"
                       for e, m, t in settings.iter_rows()),
                   f"- prompt version: {', '.join(sorted(set(g['prompt_version'].drop_nulls())))}",
-                  f"- prompt SHA-256: {_listed(g['prompt_sha256'])}",
-                  f"- answer schema SHA-256: {_listed(g['schema_sha256'])}",
+                  f"- prompt SHA-256: {_listed(g['prompt_sha256'], kind)}",
+                  f"- answer schema SHA-256: {_listed(g['schema_sha256'], kind)}",
                   ""]
     return "\n".join(lines)

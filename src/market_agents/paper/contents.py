@@ -106,6 +106,8 @@ def build(data: PaperData, texts: dict[str, str], inputs: list[str] | None = Non
                  + (f"; its {', '.join(idle)} never acted on any seed" if idle else "") + ")")
         shown = f"[{note}] {title}" if note else title
         figure(f"price_{cell}", lambda t=ticks, m=manifest, s=shown: price_figure(t, m, s), title)
+    figure("library_support", lambda: figures.library_support(
+        data, note, artifact("figure", "library_support").title))
     figure("outcome_distributions", lambda: figures.outcome_distributions(
         data.outcomes, note, artifact("figure", "outcome_distributions").title))
     figure("pilot_diagnostics", lambda: figures.pilot_diagnostics(

@@ -53,6 +53,9 @@ class PaperData:
             ``code_fingerprint``, one for all; None: made before fingerprints).
         against: cell -> the cell its pre-registered contrast subtracts (``Design.against``;
             a cell not named: share_0); ``interactions``: the design's interaction contrasts.
+        library_nn: every replayed decision's standardized nearest-neighbour distance (cell,
+            seed, distance; the frozen-library runs' manifests); ``library_reference``: the
+            library's own leave-one-out distances (its N = 100 states) as percentiles 0..100.
     """
 
     design: str
@@ -80,6 +83,8 @@ class PaperData:
     code_fingerprint: str | None = None
     against: dict[str, str | None] = field(default_factory=dict)
     interactions: tuple[Contrast, ...] = ()
+    library_nn: pl.DataFrame = field(default_factory=pl.DataFrame)
+    library_reference: list[float] | None = None
 
     @property
     def exclude_seeds(self) -> tuple[int, ...]:

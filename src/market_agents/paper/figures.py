@@ -10,6 +10,7 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from market_agents import layout
@@ -207,6 +208,41 @@ def forest(compared: Sequence[tuple[str, pl.DataFrame | Skip]], mock_note: str |
     # room for the contrasts' labels (about 0.05 inch a character at this size)
     left = (0.05 * max(len(label) for label in labels) + 0.2) / fig.get_figwidth()
     fig.subplots_adjust(left=max(fig.subplotpars.left, left))
+    return fig
+
+
+def library_support(data: PaperData, mock_note: str | None, title: str):
+    """§5.4's distribution: the empirical CDF of every replayed decision's standardized
+    nearest-neighbour distance at N = 1,000 (the arm, and each seed faintly) against the
+    library's own states at N = 100 (leave-one-out, from its percentiles), the N = 100 90th
+    percentile and the N = 1,000 median marked: out of support when the median is right of it.
+
+    Returns:
+        A matplotlib Figure, or a :class:`Skip` without per-decision distances.
+    """
+    nn, ref = data.library_nn, data.library_reference
+    if nn.is_empty() or not ref:
+        return Skip("no per-decision library distances (a frozen-library run made before "
+                    "they were saved, or no library_1000 cell)")
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    for seed in sorted(nn["seed"].unique().to_list()):
+        d = np.sort(nn.filter(pl.col("seed") == seed)["distance"].to_numpy())
+        ax.step(d, np.arange(1, len(d) + 1) / len(d), where="post", color="tab:blue",
+                alpha=0.25, lw=0.8)
+    d = np.sort(nn["distance"].to_numpy())
+    ax.step(d, np.arange(1, len(d) + 1) / len(d), where="post", color="tab:blue", lw=2,
+            label=f"N = 1,000, every replayed decision ({len(d):,}; faint: each seed)")
+    ax.plot(ref, np.arange(len(ref)) / (len(ref) - 1), color="tab:orange", lw=2,
+            label="N = 100, the library's recorded states (leave-one-out)")
+    median = float(np.median(d))
+    ax.axvline(ref[90], color="tab:orange", ls="--", lw=1, label=f"N = 100 p90 {ref[90]:.3g}")
+    ax.axvline(median, color="tab:blue", ls=":", lw=1.5, label=f"N = 1,000 median {median:.3g}")
+    ax.set_xlabel("standardized nearest-neighbour distance")
+    ax.set_ylabel("share of decisions at or below")
+    ax.legend(fontsize=8, loc="lower right")
+    verdict = ("OUT OF SUPPORT: reported, not evidence" if median > ref[90] else "in support")
+    _title(fig, f"{title}: {verdict}", mock_note)
     return fig
 
 

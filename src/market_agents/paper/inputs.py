@@ -105,7 +105,8 @@ def read_runs(design: Design, outcomes: pl.DataFrame, rehearsal: bool, root: Pat
     """Per run: its manifest facts, LLM decisions, model uses and re-scored episodes; and the
     ticks and manifest of each cell's representative seed."""
     grid = sensitivity_grid()
-    runs, decisions, uses, episodes = [], [], [], []
+    runs, decisions, uses, episodes, distances = [], [], [], [], []
+    reference: list[float] | None = None  # the library's own (N = 100) distance percentiles
     priced: dict[str, dict] = {}  # model -> the price row a run's manifest records
     codes: dict[str | None, str] = {}  # code fingerprint -> a run it made
     rep = representative_seeds(outcomes)
@@ -124,6 +125,9 @@ def read_runs(design: Design, outcomes: pl.DataFrame, rehearsal: bool, root: Pat
         usage = manifest.get("llm_usage") or {}
         lib = manifest.get("library") or {}
         first, last = _dates(manifest)
+        distances += [{"cell": cell, "seed": seed, "distance": d}
+                      for d in lib.get("nn_distances") or []]
+        reference = reference or lib.get("loo_nn_percentiles")
         runs.append({"cell": cell, "seed": seed, "date": last,
                      "usd_spent": float(usage.get("usd_spent") or 0.0),
                      **{k: lib.get(k) for k in ("nn_median", "nn_p90", "loo_nn_p90",
@@ -160,6 +164,9 @@ def read_runs(design: Design, outcomes: pl.DataFrame, rehearsal: bool, root: Pat
         "decisions": pl.concat(decisions, how="diagonal_relaxed") if decisions else pl.DataFrame(),
         "uses": pl.DataFrame(uses, schema=use_schema),
         "sensitivity": pl.DataFrame(episodes, infer_schema_length=None),
+        "library_nn": pl.DataFrame(distances, schema={"cell": pl.Utf8, "seed": pl.Int64,
+                                                      "distance": pl.Float64}),
+        "library_reference": reference,
         "ticks": ticks,
         "priced": priced,
         "code": one_code(design, codes),
@@ -299,7 +306,8 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
         pilot=pilot, pilot_outcomes=pilot_outcomes, mde=mde, mde_source=mde_source,
         primary=design.primary_by_tier, ticks=read["ticks"], tiers=TIERS,
         comparisons=design.comparisons, code_fingerprint=read["code"],
-        against=design.against, interactions=design.interaction_contrasts)
+        against=design.against, interactions=design.interaction_contrasts,
+        library_nn=read["library_nn"], library_reference=read["library_reference"])
     if facts is not None:
         data.not_estimable = not_estimable_note(facts, data)
     inputs += [str(p) for p in (sigma_path, log) if p.exists()] + pilot_inputs
