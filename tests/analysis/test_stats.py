@@ -137,6 +137,9 @@ def test_e5_interaction_is_estimated_seed_by_seed():
     assert e["diff"] == pytest.approx(14.5 / 3)
     assert e["se"] == pytest.approx(np.std([4, 4.5, 6], ddof=1) / math.sqrt(3))
     assert e5.control_label == "share_25 - share_0"
+    # the interaction has no MDE of its own: not leverage_25's (the freeze sizes cells)
+    t = estimates(frame(rows), [e5], columns=["y"], mde={"leverage_25": {"y": 0.1}})
+    assert t["mde"].to_list() == [None]
 
 
 def test_pilot_seeds_never_enter_and_a_missing_control_seed_is_dropped_and_reported():

@@ -479,7 +479,9 @@ def estimates(outcomes: pl.DataFrame, contrasts: Sequence[Contrast],
             if not applies(y, switched.get(first, set())):
                 continue
             sample = pair(vals, c, exclude)
-            mde_y = (mde or {}).get(first, {}).get(y)
+            # keyed by the contrast: an interaction (E5) has no MDE of its own, not its first
+            # cell's
+            mde_y = (mde or {}).get(c.label, {}).get(y)
             e = estimate(sample)
             is_primary = primary is None or y in primary.get(c.family, ())
             why = not_estimable(e, sample.dropped, sample, c)
