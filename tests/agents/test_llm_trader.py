@@ -186,6 +186,15 @@ def test_frozen_library_replays_recorded_decisions_at_a_larger_n(tmp_path):
     assert m["llm_usage"]["calls"] == 0 and m["library"]["n_entries"] > 1000
     assert m["library"]["out_of_support"] == (m["library"]["nn_median"]
                                               > m["library"]["loo_nn_p90"])
+    # every replayed decision's distance is saved with the run (§5.4's distribution), with
+    # the library's own percentiles (its N = 100 states)
+    nn = m["library"]["nn_distances"]
+    import numpy as np
+
+    assert len(nn) == dec.height and np.median(nn) == pytest.approx(m["library"]["nn_median"],
+                                                                    abs=1e-5)
+    ref = m["library"]["loo_nn_percentiles"]
+    assert len(ref) == 101 and ref[90] == pytest.approx(m["library"]["loo_nn_p90"], abs=1e-5)
     with pytest.raises(ConfigError, match="n_assets must be 1"):
         LLMTraderPool(Config.model_validate({"fundamentals": {"n_assets": 2},
                                              "population": big.population.model_dump()}),

@@ -57,6 +57,27 @@ def test_bubble_and_crash_on_hand_made_path(tmp_path):
     assert out["rad"] == pytest.approx(np.mean(np.abs(p - v)) / 100)
 
 
+def test_signed_premium_on_a_hand_made_path(tmp_path):
+    """Known answer: P 101, 99, 102, 100 against V = 100 and V^pub 100, 100, 102, 100. The
+    market is 1 % off V on average (|P/V - 1|), half of it a premium (+0.5 %), and none of it
+    above what the traders see (P/V^pub - 1 averages 0)."""
+    from market_agents.sim.rundir import table_file
+
+    p = np.array([101.0, 99.0, 102.0, 100.0])
+    run = make_run(tmp_path / "r", p)
+    ticks = pl.read_parquet(run / table_file("ticks"))
+    ticks.with_columns(public_value=pl.Series([100.0, 100.0, 102.0, 100.0])).write_parquet(
+        run / table_file("ticks"))
+    out = score_run(run)
+    assert out["mispricing"] == pytest.approx(0.01)
+    assert out["premium"] == pytest.approx(0.005)
+    assert out["premium_pub"] == pytest.approx(0.0, abs=1e-15)
+    # ticks saved without V^pub: the premium over it is undefined, the rest stands
+    ticks.drop("public_value").write_parquet(run / table_file("ticks"))
+    out = score_run(run)
+    assert out["premium_pub"] is None and out["premium"] == pytest.approx(0.005)
+
+
 def test_thresholds_are_arguments(tmp_path):
     p, v = bubble_crash_path()
     run = make_run(tmp_path / "r", p, v)

@@ -137,6 +137,9 @@ def test_e5_interaction_is_estimated_seed_by_seed():
     assert e["diff"] == pytest.approx(14.5 / 3)
     assert e["se"] == pytest.approx(np.std([4, 4.5, 6], ddof=1) / math.sqrt(3))
     assert e5.control_label == "share_25 - share_0"
+    # the interaction has no MDE of its own: not leverage_25's (the freeze sizes cells)
+    t = estimates(frame(rows), [e5], columns=["y"], mde={"leverage_25": {"y": 0.1}})
+    assert t["mde"].to_list() == [None]
 
 
 def test_pilot_seeds_never_enter_and_a_missing_control_seed_is_dropped_and_reported():
@@ -224,5 +227,61 @@ def test_an_estimand_without_control_seeds_and_a_constant_outcome_are_not_estima
     t = estimates(frame(rows), contrasts, columns=["y"])
     why = dict(zip(t["cell"], t["not_estimable"], strict=True))
     assert why["auction_25"] == "no paired seeds: no share_0 run"
-    assert why["flat"] == "no variation: every paired difference is 0"
+    assert why["flat"] == "identical to share_0 seed by seed (the same runs' values)"
     assert t["t_low"].null_count() == 2 and t["p_holm"].null_count() == 2
+
+
+def test_outcomes_that_cannot_move_are_named_not_estimated():
+    """Known answers: an outcome 0 in every run (bubbles on the mock) never varied; a cell equal
+    to its control seed by seed is the control against itself; a breaker that acted on one of
+    three seeds, identical to its reference on the other two, is estimated with that said."""
+    rows = []
+    for seed, (ref, brk, idle) in {101: (1.0, 1.0, "breaker"), 102: (2.0, 2.7, ""),
+                                   103: (3.0, 3.0, "breaker")}.items():
+        for cell, y, mech, id_ in (("share_25", ref, "", ""), ("breaker_25", brk, "breaker", idle),
+                                   ("copy", ref, "", "")):
+            rows.append({"cell": cell, "seed": seed, "y": y, "n_bubbles": 0,
+                         "mechanisms": mech, "mechanisms_idle": id_})
+    outcomes = pl.DataFrame(rows)
+    contrasts = [Contrast(c, "T4", {c: 1}, {"share_25": 1}) for c in ("breaker_25", "copy")]
+    t = estimates(outcomes, contrasts, columns=["y", "n_bubbles"])
+    row = {(r["cell"], r["outcome"]): r for r in t.iter_rows(named=True)}
+    assert row[("breaker_25", "n_bubbles")]["not_estimable"] == (
+        "never varied: 0 in every run of breaker_25, share_25")
+    assert row[("copy", "y")]["not_estimable"] == (
+        "identical to share_25 seed by seed (the same runs' values)")
+    b = row[("breaker_25", "y")]
+    assert b["not_estimable"] is None and b["t_low"] is not None
+    assert b["caveat"] == ("identical to share_25 on 2 of 3 seeds (101, 103); its breaker "
+                           "acted on 1 of 3 seeds (102)")
+
+
+@pytest.mark.parametrize("df", [1, 2, 3])
+def test_the_sigma_bound_covers_sigma_d_at_its_level(df):
+    """Known answer: σ̂_d of df + 1 normal paired differences (the pilot's 2-4 pairs), 20,000
+    pilots; the 80 % upper bound covers the true σ_d in 80 % of them, so the MDE from the
+    bound reaches the true MDE in 80 % of them; σ̂_d itself only about half the time."""
+    from market_agents.analysis.stats import mde, sigma_upper
+
+    rng = np.random.default_rng(36)
+    d = rng.normal(0.0, 1.0, size=(20_000, df + 1))
+    hat = d.std(axis=1, ddof=1)
+    factor = sigma_upper(1.0, df)
+    assert sigma_upper(0.5, df) == pytest.approx(0.5 * factor)  # linear in σ̂_d
+    covered = np.mean(hat * factor >= 1.0)
+    assert covered == pytest.approx(0.80, abs=0.01)
+    assert np.mean(hat >= 1.0) < 0.62  # the point estimate vouches for much less
+    true = mde(1.0, 10, family_size=4)
+    per_sigma = mde(1.0, 10, family_size=4)  # the MDE is linear in σ: compare through it
+    assert np.mean(hat * factor * per_sigma >= true) == pytest.approx(0.80, abs=0.01)
+
+
+def test_sigma_bound_known_values_and_pooling():
+    from market_agents.analysis.stats import pooled_sigma, sigma_upper
+
+    assert sigma_upper(1.0, 2) == pytest.approx(2.1169, abs=1e-4)  # √(2 / χ²_{0.2, 2})
+    assert sigma_upper(1.0, 2, level=0.95) > sigma_upper(1.0, 2)
+    assert sigma_upper(None, 2) is None and sigma_upper(1.0, 0) is None
+    hat, df = pooled_sigma([(1.0, 1), (3.0, 2), (None, 5)])
+    assert df == 3 and hat == pytest.approx(np.sqrt((1 + 2 * 9) / 3))
+    assert pooled_sigma([]) == (None, 0)

@@ -73,7 +73,9 @@ def test_exploratory_paper_writes_what_the_design_supports_and_says_why_not_the_
             "sensitivity", "llm_behaviour", "model_mix",
             "mechanism_activity"} <= set(summary["tables"])
     assert {"dose_response", "price_share_0", "price_share_25", "outcome_distributions",
-            "spend", "protocol_dag"} <= set(summary["figures"])
+            "forest"} <= set(summary["figures"])
+    for tiered in ("spend", "protocol_dag"):  # the exploratory design has no tiers
+        assert summary["skipped"][f"figures/{tiered}"] == "the design has no tiers"
     names = {f"tables/{a.name}" for a in ARTIFACTS if a.kind == "table"} | {
         f"figures/{a.name}" for a in ARTIFACTS if a.kind == "figure" and a.name != "price"}
     written = {f"tables/{t}" for t in summary["tables"]} | {
@@ -157,7 +159,9 @@ def test_a_rehearsal_is_marked_mock_based_in_every_title_and_caption(project):
     assert data.rehearsal and data.confirmatory and data.mock_note == "Mock-based rehearsal"
     for name, (a, _frame) in built.tables.items():
         assert built.title(a).startswith("[Mock-based rehearsal]"), name
-        assert built.caption(a).startswith("MOCK-BASED REHEARSAL"), name
+        # said once at the top and in every title, not in every caption
+        assert "MOCK-BASED" not in built.caption(a), name
+        assert built.caption(a, alone=True).startswith("MOCK-BASED REHEARSAL"), name
     for name, (_, fig, _) in built.figures.items():
         text = " ".join(t.get_text() for t in fig.findobj(matplotlib.text.Text))
         assert "Mock-based rehearsal" in text, name
@@ -169,7 +173,23 @@ def test_a_rehearsal_is_marked_mock_based_in_every_title_and_caption(project):
     rows = [t.get_text() for t in dag.axes[0].texts if t.get_fontweight() == "bold"]
     assert rows == list(TIERS)
     assert "rehearsed pilot" in data.mde_source
+    # outcomes that never moved (one value in every run, e.g. no bubble on the mock): no panel,
+    # named in the caption; their estimates say so instead of printing a difference of 0
+    from market_agents.analysis.stats import PAPER_OUTCOMES
+
+    flat = [y for y in PAPER_OUTCOMES if y in data.outcomes.columns
+            and data.outcomes[y].cast(pl.Float64).drop_nulls().n_unique() <= 1]
+    assert flat, "the tiny rehearsal has outcomes that never move (no bubble, no crash)"
+    fig = built.figures["outcome_distributions"][1]
+    panels = {ax.get_title() for ax in fig.axes if ax.get_visible()}
+    assert not panels & set(flat) and panels
+    caption = fig._suptitle.get_text().replace("\n", " ")
+    assert ("not shown, never moved (one value, or none, in every run): " + ", ".join(flat)
+            in caption)
     primary = built.tables["primary_estimates"][1]
+    marked = primary.filter(pl.col("outcome").is_in(flat) & (pl.col("n") > 1))
+    assert marked.height and marked["not_estimable"].str.starts_with("never varied").all()
+    assert marked["t_low"].null_count() == marked.height
     assert primary.filter(pl.col("cell") == "share_25")["mde"].drop_nulls().len() > 0
     # The rehearsal's paper names what the freeze would refuse (every cell has a control on
     # its seeds, its mechanism acted, its outcomes vary: none here)
@@ -182,7 +202,8 @@ def test_a_rehearsal_is_marked_mock_based_in_every_title_and_caption(project):
     assert not_estimable_note(facts, data) == "none"
     broken = data.outcomes.with_columns(pl.lit(0.004).alias("mispricing"))
     data.outcomes = broken
-    assert "share_25 × mispricing: no variation" in not_estimable_note(facts, data)
+    assert "share_25 × mispricing: never varied: 0.004 in every run" in not_estimable_note(
+        facts, data)
 
 
 def test_cli_names_what_is_missing_in_one_line(project, capsys, tmp_path):

@@ -90,3 +90,59 @@ def test_the_spend_figure_of_a_mock_design_draws_no_cap():
     live = spend(overview.with_columns(pl.lit(40.0).alias("project_cap")), None, "Spend")
     labels = live.axes[1].get_legend_handles_labels()[1]
     assert "project cap 40 USD" in labels
+
+
+def _library_data(shift: float) -> PaperData:
+    """library_1000 on two seeds: 200 replayed decisions each, distances uniform on
+    [shift, shift + 1]; the library's own distances uniform on [0, 1] (percentiles 0..1)."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    nn = pl.DataFrame([{"cell": "library_1000", "seed": s, "distance": float(d)}
+                       for s in (101, 102) for d in shift + rng.uniform(0, 1, 200)])
+    runs = pl.DataFrame([{"cell": "library_1000", "seed": s, "nn_median": shift + 0.5,
+                          "nn_p90": shift + 0.9, "loo_nn_p90": 0.9, "out_of_support": False}
+                         for s in (101, 102)])
+    outcomes = pl.DataFrame({"cell": ["library_1000"] * 2, "seed": [101, 102]})
+    return PaperData(design="confirmatory", rehearsal=False, mock_note=None, confirmatory=True,
+                     outcomes=outcomes, plan=pl.DataFrame({"cell": ["library_1000"]}),
+                     runs=runs, library_nn=nn,
+                     library_reference=[q / 100 for q in range(101)])
+
+
+@pytest.mark.parametrize("shift, out", [(0.0, False), (0.5, True)])
+def test_library_support_is_the_distribution_of_every_replayed_decision(shift, out):
+    """§5.4 on per-decision distances: N = 100's quantiles (the library's own states), each
+    seed's and the arm's at N = 1,000; out of support when the arm's median (shift + 0.5)
+    exceeds N = 100's 90th percentile (0.9)."""
+    import matplotlib
+
+    from market_agents.paper import figures
+
+    data = _library_data(shift)
+    table = tables.library(data)
+    assert table["sample"].to_list() == [
+        "N = 100: the library's recorded states (leave-one-out)", "N = 1,000: seed 101",
+        "N = 1,000: seed 102", "N = 1,000: the arm (every replayed decision)"]
+    arm = table.row(3, named=True)
+    assert arm["decisions"] == 400 and arm["p50"] == pytest.approx(shift + 0.5, abs=0.06)
+    assert table.row(0, named=True)["p90"] == pytest.approx(0.9)
+    assert arm["out_of_support"] is out
+    assert arm["verdict"] == ("OUT-OF-SUPPORT: reported, not evidence" if out else "in support")
+    fig = figures.library_support(data, None, "Decision-library support")
+    text = " ".join(t.get_text() for t in fig.findobj(matplotlib.text.Text))
+    assert ("OUT OF SUPPORT" in text) is out and "N = 100 p90 0.9" in text
+    assert len(fig.axes[0].lines) >= 5  # two seeds, the arm, the reference, two markers
+
+
+def test_model_cards_of_a_replay_say_no_prompt_was_sent():
+    from market_agents.paper.cards import model_cards_md
+
+    uses = pl.DataFrame([{"cell": "library_1000", "seed": 101, "route": "library",
+                          "kind": "library", "model": "gpt-5.4-nano", "decisions": 10,
+                          "prompt_version": "v1", "prompt_sha256": None, "schema_sha256": None,
+                          "first_date": None, "date": None, "effort": "low",
+                          "max_output_tokens": 1024, "temperature": None}])
+    md = model_cards_md(uses, {"models": {}}, None)
+    assert "runs made before hashes" not in md
+    assert "- prompt SHA-256: none sent: decisions replayed from the frozen library" in md

@@ -30,10 +30,11 @@ def test_rehearsal_of_the_confirmatory_design_writes_the_whole_paper(workdir):
     assert figures <= set(summary["figures"]), summary["skipped"]
     assert not [k for k in summary["skipped"] if not k.startswith("figures/price_")]
     md = (workdir / "paper/tables/primary_estimates.md").read_text()
-    assert md.startswith("## [Mock-based rehearsal]") and "MOCK-BASED REHEARSAL" in md
-    assert "E5 (leverage_25 - leverage_0) - (share_25 - share_0)" in md
+    assert md.startswith("## [Mock-based rehearsal]") and "MOCK-BASED REHEARSAL" not in md
+    assert "E5 (leverage_25 - share_25) - (leverage_0 - share_0)" in md
     library = (workdir / "paper/tables/library.csv").read_text()
-    assert "arm (median of seed medians)" in library
+    assert "N = 1,000: the arm (every replayed decision)" in library  # per decision, §5.4
+    assert "N = 100: the library" in library
     from tests.pipeline.test_paper_workflow import assert_readable
     from tests.support.browser import Page, chromium
 

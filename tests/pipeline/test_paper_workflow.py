@@ -58,7 +58,8 @@ def test_snakemake_paper_builds_the_free_designs_first_and_writes_the_paper(buil
     assert summary["design"] == "exploratory" and summary["mock"]
     assert (built / "results/runs/exploratory/outcomes.parquet").exists()
     assert (built / "results/runs/sigma/outcomes.parquet").exists()
-    assert "control_sd" in summary["tables"] and "protocol_dag" in summary["figures"]
+    assert "control_sd" in summary["tables"] and "forest" in summary["figures"]
+    assert "protocol_dag" not in summary["figures"]  # the exploratory design has no tiers
     log = (built / "results/logs/paper.log").read_text()
     assert "paper exploratory" in log and "tables" in log  # the progress display
 

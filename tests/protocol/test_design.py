@@ -164,17 +164,99 @@ def test_ma_budget_gives_each_contrasts_power_at_its_tiers_holm_level(capsys):
     assert ma(["budget", str(CONFIRMATORY), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["families"]["T1"]["size"] == 4  # share_25, share_50 x volatility, mispricing
-    assert out["families"]["T4"]["size"] == 14  # five mechanisms, leverage_0 and E5, x 2
+    # five mechanisms and E5 once, x 2; leverage_0 (E5's free control) is no hypothesis
+    assert out["families"]["T4"]["size"] == 12
+    t4 = out["families"]["T4"]["contrasts"]
+    assert "leverage_0" not in t4
+    assert [c for c in t4 if c.startswith("E5")] == [
+        "E5 (leverage_25 - share_25) - (leverage_0 - share_0)"]
     power = out["power"]
     assert power["share_25"]["mde_sigma"] == pytest.approx(mde(1.0, 10, family_size=4))
     assert power["share_75"]["paired_seeds"] == 2
     assert power["share_75"]["mde_sigma"] == pytest.approx(mde(1.0, 2, family_size=10))
     assert power["share_75"]["mde_sigma"] > 100  # two seeds detect almost nothing under Holm
-    assert power["auction_25"]["paired_seeds"] == 10  # on the pool's seeds: share_0 pairs it
+    assert power["auction_25"]["paired_seeds"] == 10  # on the pool's seeds: share_25 pairs it
+    assert power["E5 (leverage_25 - share_25) - (leverage_0 - share_0)"]["paired_seeds"] == 3
     assert ma(["budget", str(CONFIRMATORY), "--tier", "T3"]) == 0
     text = capsys.readouterr().out
     assert "T3: 5 contrasts x 2 primary outcomes (volatility, mispricing) = 10 tests" in text
     assert "T1:" not in text
+
+
+def test_ma_budget_with_the_pilot_shows_both_mdes_as_the_freeze_does(tmp_path, capsys):
+    """With --pilot, each live cell's MDE at the σ_d bound (the freeze's) and at σ̂_d, and the
+    underpowered cells, as freeze.build computes them; n as the paper pairs it (the pilot
+    seeds count outside the confirmatory design)."""
+    from market_agents.protocol.facts import design_facts
+    from market_agents.protocol.freeze import build
+    from market_agents.protocol.planning import load_checked
+
+    pilot = {"pass": True, "sigma_d": {
+        "share_5": {"n_pairs": 2, "volatility": 1.3e-5, "mispricing": 1e-4},
+        "share_25": {"n_pairs": 2, "volatility": 1.4e-5, "mispricing": 1e-4},
+        "share_50": {"n_pairs": 2, "volatility": 3.1e-4, "mispricing": 2e-4}}}
+    path = tmp_path / "pilot.json"
+    path.write_text(json.dumps(pilot))
+    assert ma(["budget", str(CONFIRMATORY), "--pilot", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    frozen = build(design_facts(load_checked(CONFIRMATORY)), pilot,
+                   {"models": {m: {} for m in ("gpt-5.4-nano", "gpt-5.4-mini")}}, {})
+    assert out["mde"] == frozen["mde"] and out["underpowered"] == frozen["underpowered"]
+    row = out["mde"]["share_25"]
+    assert row["sigma"]["volatility"]["from"] == "pooled over share_5, share_25, share_50"
+    assert row["mde_point"]["volatility"] < row["mde"]["volatility"]
+    # share_25 x volatility is powered on its own near-equal differences, not on the bound
+    assert any(u.startswith("share_25 × volatility") for u in out["underpowered"])
+    assert ma(["budget", str(CONFIRMATORY), "--pilot", str(path), "--tier", "T1"]) == 0
+    text = capsys.readouterr().out
+    assert "share_25           volatility    10 pairs" in text and "UNDERPOWERED" in text
+    assert "point" in text and "memory_25" not in text.split("MDE per cell")[1]
+    assert ma(["budget", str(DESIGNS / "exploratory.yaml"), "--json"]) == 0
+    power = json.loads(capsys.readouterr().out)["power"]
+    assert power["share_25"]["paired_seeds"] == 3  # seeds 1-3: the paper estimates on 3
+    path.write_text("{}")
+    assert ma(["budget", str(CONFIRMATORY), "--pilot", str(path)]) == 2
+    assert "--pilot" in capsys.readouterr().err
+
+
+def test_contrasts_isolate_what_they_test(confirmatory):
+    """Each mechanism cell against the cell it differs from by its mechanism alone, as the
+    design declares it (against:, interactions:); the design's E5 counted once in T4."""
+    from market_agents.analysis.estimands import tier_contrasts
+    from market_agents.protocol.tiers import label
+
+    listed = {c.label: c for c in tier_contrasts(
+        list(confirmatory.cells), lambda c: label(confirmatory.cell(c).tier),
+        confirmatory.against, confirmatory.interaction_contrasts)}
+    assert listed["auction_25"].control == {"share_25": 1}
+    assert listed["interval_10"].control == {"share_25": 1}
+    assert listed["memory_25"].control == {"share_0": 1}
+    assert "leverage_0" not in listed
+    e5 = listed["E5 (leverage_25 - share_25) - (leverage_0 - share_0)"]
+    assert (e5.family, e5.treated, e5.control) == (
+        "T4", {"leverage_25": 1, "share_25": -1}, {"leverage_0": 1, "share_0": -1})
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"against": "nosuch"}, r"cell 'share_25': against 'nosuch': name another cell"),
+    ({"against": "share_25"}, r"cell 'share_25': against 'share_25': name another cell"),
+])
+def test_a_contrast_naming_no_cell_is_refused(tmp_path, edit, message):
+    import yaml
+
+    data = yaml.safe_load((DESIGNS / "confirmatory.yaml").read_text())
+    data["base"] = str(DESIGNS.parent / "baseline.yaml")
+    data["prices"] = str(DESIGNS.parent / "prices.yaml")
+    next(c for c in data["cells"] if c["name"] == "share_25").update(edit)
+    path = tmp_path / "d.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=message):
+        load_design(path)
+    data["interactions"]["E5"]["control"]["nosuch"] = 1
+    next(c for c in data["cells"] if c["name"] == "share_25").pop("against")
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"interactions.E5: 'nosuch' is not a cell"):
+        load_design(path)
 
 
 def test_mock_rehearsal_maps_live_routes_to_the_mock(confirmatory):

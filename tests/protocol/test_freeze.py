@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import market_agents
-from market_agents.analysis.stats import mde
+from market_agents.analysis.stats import mde, sigma_upper
 from market_agents.protocol.estimability import families
 from market_agents.protocol.freeze import FROZEN_FILES, FreezeError, build, load, verify
 
@@ -58,21 +58,54 @@ def test_build_records_everything_the_protocol_lists(pkg_copy):
     assert f["git"]["commit"] and len(f["git"]["commit"]) == 40
     assert f["models"] == {"gpt-5.4-nano": {"input": 0.2, "output": 1.25}}
     assert f["sensitivity_grid"]["crash_drop"] == [0.07, 0.10, 0.15]
-    # the paired t test's MDE at the family's Holm level (T1: 1 test; T4: 1 contrast x 2)
-    assert f["mde"]["share_25"]["mde"]["volatility"] == pytest.approx(mde(0.002, 10), rel=1e-9)
-    assert f["mde"]["memory_25"]["sigma_from"] == "max over pilot cells"
+    # the paired t test's MDE at the family's Holm level (T1: 1 test; T4: 1 contrast x 2), at
+    # the 80 % upper bound of σ_d on the pilot's 3 - 1 df, and at σ̂_d beside it
+    up = sigma_upper(1.0, 2)
+    assert f["mde"]["share_25"]["mde"]["volatility"] == pytest.approx(mde(0.002 * up, 10),
+                                                                      rel=1e-9)
+    assert f["mde"]["share_25"]["mde_point"]["volatility"] == pytest.approx(mde(0.002, 10),
+                                                                            rel=1e-9)
+    assert f["mde"]["share_25"]["sigma"]["volatility"] == {
+        "from": "share_25", "hat": 0.002, "df": 2, "level": 0.8, "upper": 0.002 * up}
+    assert f["mde_settings"]["sigma_level"] == 0.8
+    assert f["mde"]["memory_25"]["sigma"]["volatility"]["from"] == (
+        "largest bound over pilot cells")
     assert f["mde"]["memory_25"]["mde"]["volatility"] == pytest.approx(
-        mde(0.004, 4, family_size=2), rel=1e-9)
+        mde(0.004 * up, 4, family_size=2), rel=1e-9)
     assert f["mde"]["memory_25"]["family_size"] == 2
     assert "share_0" not in f["mde"]
-    # memory_25 cannot detect the smallest effect of interest on 4 seeds: named
-    assert f["underpowered"] == [f"memory_25 × volatility: MDE "
-                                 f"{mde(0.004, 4, family_size=2):.4g} at α = 0.05/2 exceeds "
-                                 "the smallest effect of interest 0.003",
-                                 "memory_25 × rad: MDE undefined (4 paired seeds or no pilot "
-                                 "σ̂_d)"]
+    # at its bound share_25 cannot detect 0.003 either (at σ̂_d it could); memory_25 on 4
+    # seeds cannot: both named
+    assert f["underpowered"][0].startswith("share_25 × volatility: MDE 0.004217")
+    assert f["mde"]["share_25"]["mde_point"]["volatility"] < 0.003
+    assert f["underpowered"][1].startswith(
+        f"memory_25 × volatility: MDE {mde(0.004 * up, 4, family_size=2):.4g} at α = 0.05/2 "
+        "exceeds the smallest effect of interest 0.003 (σ_d bound 0.008468: 80% upper bound "
+        "of σ̂_d 0.004 on 2 df; point MDE")
+    assert f["underpowered"][2:] == ["memory_25 × rad: MDE undefined (4 paired seeds or no "
+                                     "pilot σ̂_d)"]
     clean = {**f["git"], "dirty": False}  # the freeze holds on a clean tree at its commit
     verify(f, _design(), clean, package_root=pkg_copy)
+
+
+def test_the_bound_makes_a_cell_underpowered_that_its_point_estimate_would_not(pkg_copy):
+    """A σ̂_d from two nearly equal differences vouches for little: share_25 powered at σ̂_d
+    is underpowered at the bound; pooled with share_50 (declared exchangeable), its bound
+    rests on share_50's σ̂_d too, on 2 + 2 df."""
+    d = _design()
+    d["smallest_effect"] = {"volatility": 0.0006}
+    pilot = {"pass": True, "sigma_d": {"share_25": {"n_pairs": 3, "volatility": 0.0004},
+                                       "share_50": {"n_pairs": 3, "volatility": 0.004}}}
+    alone = build(d, pilot, PRICES, {}, package_root=pkg_copy)
+    row = alone["mde"]["share_25"]
+    assert row["mde_point"]["volatility"] < 0.0006 < row["mde"]["volatility"]
+    assert any(u.startswith("share_25 × volatility") for u in alone["underpowered"])
+    pooled = build({**d, "power": {"sigma_level": 0.8, "exchangeable": {
+        "volatility": ["share_25", "share_50"]}}}, pilot, PRICES, {}, package_root=pkg_copy)
+    s = pooled["mde"]["share_25"]["sigma"]["volatility"]
+    assert s["from"] == "pooled over share_25, share_50" and s["df"] == 4
+    assert s["hat"] == pytest.approx((0.0004 ** 2 / 2 + 0.004 ** 2 / 2) ** 0.5)
+    assert pooled["mde_settings"]["exchangeable"] == {"volatility": ["share_25", "share_50"]}
 
 
 def test_refuses_after_outcomes_py_changes(pkg_copy):
@@ -130,9 +163,34 @@ def test_cli_refuses_a_failed_pilot_unless_accepted_and_never_overwrites(workdir
         require_freeze(design, "mini_25_equalusd")
     refused = ma(*cmd)
     assert refused.returncode == 2 and "pilot criteria failed: cost_per_decision" in refused.stderr
+    # the rehearsal has run: bubbles never occur, memory_25's memory acted on its one seed
+    import polars as pl
+
+    from market_agents.layout import outcomes_path
+
+    rehearsed = outcomes_path("confirmatory", True, workdir / "results")
+    rehearsed.parent.mkdir(parents=True, exist_ok=True)
+    import hashlib
+
+    def noise(*key):
+        return int(hashlib.sha256(repr(key).encode()).hexdigest()[:6], 16) % 997 * 1e-6
+
+    pl.DataFrame([{"cell": c, "seed": s, "volatility": 0.003 + noise(c, s, 1),
+                   "mispricing": 0.004 + noise(c, s, 2), "n_bubbles": 0,
+                   "mechanisms": "memory" if c == "memory_25" else "",
+                   "mechanisms_idle": ""}
+                  for c, s in design.runs()]).write_parquet(rehearsed)
     done = ma(*cmd, "--accept-failed-pilot")
     assert done.returncode == 0, done.stderr
     frozen = json.loads(out.read_text())
+    moved = frozen["not_estimable"]["movement"]
+    assert workdir / moved["outcomes"] == rehearsed
+    assert ("share_25 × n_bubbles: never varied: 0 in every run of share_25, share_0"
+            in moved["never_moved"])
+    assert not [m for m in moved["never_moved"] if "volatility" in m]
+    assert moved["mechanism_activity"]["memory_25"]["memory"] == {
+        "acted": [101], "idle": [], "phrase": "memory acted on 1 of 1 seeds"}
+    assert "never moved in the rehearsal: share_25 × n_bubbles" in done.stdout
     assert frozen["pilot_failed_criteria_accepted"] == ["cost_per_decision"]
     assert frozen["not_estimable"]["problems"] == []  # no rehearsal yet: the design's checks
     assert frozen["families"]["T1"]["primary"] == ["volatility", "mispricing"]
@@ -293,21 +351,22 @@ def test_freeze_names_every_estimand_it_cannot_estimate_and_refuses_until_record
                                str(pilot), *extra], cwd=workdir, env=env(),
                               capture_output=True, text=True, timeout=120)
 
-    # The protocol's own seeds for the mock-only cells (1-10) have no share_0 run.
+    # The protocol's own seeds for the mock-only cells (1-10), against its share_0, have no
+    # share_0 run.
     as_written = workdir / "config/designs/as_written.yaml"
     text = path.read_text()
     for cell in ("auction_25", "interval_10"):
-        text = text.replace(f"  - name: {cell}  # mock only; on the pool's seeds, where share_0 "
-                            "is its control (deviation)\n    tier: T6\n    n_seeds: 10",
-                            f"  - name: {cell}\n    tier: T6\n    seeds: \"1-10\"")
+        start = text.index(f"  - name: {cell}")
+        end = text.index("    overrides:", start)
+        text = text[:start] + f"  - name: {cell}\n    tier: T6\n    seeds: \"1-10\"\n" + text[end:]
     as_written.write_text(text)
     refused = freeze(as_written)
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
     for named in ("auction_25: no share_0 run on its seeds (seeds 1-10",
                   "interval_10: no share_0 run on its seeds (seeds 1-10",
                   "breaker_25: its breaker never acted on its 2 rehearsed seeds",
-                  "share_25 × mispricing: no variation: every paired difference is 0 in the "
-                  "rehearsal"):
+                  "share_25 × mispricing: never varied: 0.004 in every run of share_25, "
+                  "share_0 in the rehearsal"):
         assert named in refused.stderr, refused.stderr
     assert "volatility" not in refused.stderr  # it varies: estimable
     # The design as shipped gives the mock-only cells their control; the breaker and the
@@ -367,7 +426,7 @@ def test_a_deviation_records_the_estimands_the_freeze_could_not_estimate(workdir
         "mean_usd": 0.0123, "runs": 3, "models": ["gpt-5.4-nano"]}}}))
     out = workdir / "results/manifests/freeze.json"
     refused = ma("freeze", "create", path, "--pilot", str(pilot))
-    assert refused.returncode == 2 and "share_25 × mispricing: no variation" in refused.stderr
+    assert refused.returncode == 2 and "share_25 × mispricing: never varied" in refused.stderr
     assert not out.exists()
     done = ma("freeze", "create", path, "--pilot", str(pilot), "--deviation",
               "mispricing does not vary on the mock: reviewed")

@@ -445,6 +445,10 @@ class LLMTraderPool:
             "loo_nn_p90": lib.meta["loo_nn_p90"], "nn_median": median,
             "nn_p90": float(np.quantile(nn, 0.9)),
             "out_of_support": bool(median > lib.meta["loo_nn_p90"]),
+            # §5.4 asks for the distribution: every decision's standardized distance, in the
+            # order of llm_decisions.parquet, and the library's own (N = 100) percentiles
+            "nn_distances": [round(float(d), 6) for d in self.nn],
+            "loo_nn_percentiles": lib.meta["loo_nn_percentiles"],
         }
 
     def _settle_fills(self, slot: int, view: MarketView) -> None:

@@ -1,6 +1,7 @@
 """What the study estimates, as the protocol pre-registered it: the contrasts of a design's
-cells (every cell against the control ``share_0`` in its tier's Holm family, and E5 in
-leverage_25's), and whether a mechanism cell's mechanism acted on a seed (a cell whose
+cells (every cell against the cell its design names, ``against``, default the control
+``share_0``, in its tier's Holm family, and the interactions the design declares, such as E5 in
+T4), and whether a mechanism cell's mechanism acted on a seed (a cell whose
 mechanism never fired measures nothing): the mechanism-activity outcomes and :func:`fired`.
 
 Shared by the freeze's estimability (``protocol/estimability.py``), ``ma summary`` and the
@@ -9,7 +10,7 @@ paper (``paper/estimates.py``, ``paper/tables.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import polars as pl
 
@@ -19,8 +20,6 @@ from market_agents.plugins import MECHANISMS
 from market_agents.sim.rundir import LLM_ACTIVITY, LLM_HOLDS
 
 CONTROL = "share_0"
-E5 = Contrast("E5 (leverage_25 - leverage_0) - (share_25 - share_0)", "T4",
-              {"leverage_25": 1, "leverage_0": -1}, {"share_25": 1, "share_0": -1})
 
 
 def activity_labels() -> dict[str, tuple[str, str]]:
@@ -39,14 +38,37 @@ def activity_labels() -> dict[str, tuple[str, str]]:
             **LLM_ACTIVITY, **LLM_HOLDS}
 
 
-def tier_contrasts(cells: Sequence[str], tier: Callable[[str], str]) -> list[Contrast]:
-    """The pre-registered contrasts of a design's cells: every cell against share_0 in its
-    tier's family (``tier(cell)``), and E5 in leverage_25's when its four cells are present.
-    The freeze counts a tier's Holm family from the same list (``protocol/estimability.py``)."""
-    out = [Contrast(c, tier(c), {c: 1}, {CONTROL: 1}) for c in cells if c != CONTROL]
-    if all(c in cells for c in E5.cells):
-        out.append(Contrast(E5.label, tier("leverage_25"), E5.treated, E5.control))
+def tier_contrasts(cells: Sequence[str], tier: Callable[[str], str],
+                   against: Mapping[str, str | None] | None = None,
+                   interactions: Sequence[Contrast] = ()) -> list[Contrast]:
+    """The pre-registered contrasts of a design's cells, in design order: every cell against
+    the cell ``against`` names (default share_0; None: a control, no contrast of its own) in
+    its tier's family (``tier(cell)``), then each declared interaction whose cells are all
+    present, once, in its first treated cell's family. The freeze counts a tier's Holm family
+    from the same list (``protocol/estimability.py``).
+
+    Args:
+        cells: the cells, in design order.
+        tier: cell -> its tier label.
+        against: cell -> the cell it is compared with (``Design.against``).
+        interactions: ``Design.interaction_contrasts`` (their family is recomputed here).
+    """
+    against = against or {}
+    out = [Contrast(c, tier(c), {c: 1}, {against.get(c, CONTROL): 1}) for c in cells
+           if c != CONTROL and against.get(c, CONTROL) is not None]
+    for i in interactions:
+        if all(c in cells for c in i.cells):
+            out.append(Contrast(interaction_label(i), tier(next(iter(i.treated))),
+                                i.treated, i.control))
     return out
+
+
+def interaction_label(i: Contrast) -> str:
+    """``E5 (leverage_25 - share_25) - (leverage_0 - share_0)``: the name and what it
+    subtracts (the label is the name alone until labelled)."""
+    if "(" in i.label:
+        return i.label
+    return f"{i.label} ({i.label_of(i.treated)}) - ({i.control_label})"
 
 
 def fired(table: pl.DataFrame) -> dict[str, dict[str, tuple[int, int]]]:
@@ -61,3 +83,26 @@ def fired(table: pl.DataFrame) -> dict[str, dict[str, tuple[int, int]]]:
             acted, on = cell.get(m, (0, 0))
             cell[m] = (acted + (m not in idle), on + 1)
     return out
+
+
+def activity_by_seed(table: pl.DataFrame) -> dict[str, dict[str, dict[str, list[int]]]]:
+    """Per cell and switched-on mechanism, the seeds where it acted and those where it never
+    did (``acted``, ``idle``): what a mechanism did on each seed, e.g. a breaker that halted on
+    seed 102 only (its estimand then rests on one seed; on the others the cell is its
+    reference)."""
+    out: dict[str, dict[str, dict[str, list[int]]]] = {}
+    if "mechanisms" not in table.columns:
+        return out
+    for row in table.sort("seed").iter_rows(named=True):
+        idle = set((row.get("mechanisms_idle") or "").split(","))
+        for m in filter(None, (row["mechanisms"] or "").split(",")):
+            entry = out.setdefault(row["cell"], {}).setdefault(m, {"acted": [], "idle": []})
+            entry["idle" if m in idle else "acted"].append(int(row["seed"]))
+    return out
+
+
+def activity_phrase(m: str, seeds: dict[str, list[int]]) -> str:
+    """``breaker acted on 1 of 3 seeds (102)`` (:func:`activity_by_seed`'s entry)."""
+    acted, n = seeds["acted"], len(seeds["acted"]) + len(seeds["idle"])
+    return (f"{m} acted on {len(acted)} of {n} seeds"
+            + (f" ({', '.join(map(str, acted))})" if acted and seeds["idle"] else ""))

@@ -13,6 +13,9 @@ Outcome definitions (keys of ``score``):
 - ``volatility``: sample SD (ddof 1) of one-tick log returns ln P_t - ln P_{t-1}.
 - ``excess_kurtosis``: m4 / m2^2 - 3 of those returns (moment estimator).
 - ``mispricing``: mean |P_t / V_t - 1|.
+- ``premium``, ``premium_pub``: the signed mispricing, mean (P_t / V_t - 1), and the premium
+  over what traders see, mean (P_t / V^pub_t - 1) (``public_value``): with |P/V - 1| they
+  split a mispricing effect into premium removed and mispricing added.
 - ``rad``, ``rd``: relative absolute deviation and relative deviation of Stöckl, Huber & Kirchler
   (2010): mean |P_t - V_t| / |mean V| and mean (P_t - V_t) / |mean V|.
 - ``mean_spread``: mean best_ask - best_bid over ticks where both sides exist and the book is
@@ -102,8 +105,10 @@ class RunFiles:
 # --- price series -------------------------------------------------------------------------------
 
 
-def price_paths(ticks: pl.DataFrame, burn_in: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per asset: (P, V) over ticks >= burn_in, P carried forward (see module docstring)."""
+def price_paths(ticks: pl.DataFrame,
+                burn_in: int) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """Per asset: (P, V, V^pub) over ticks >= burn_in, P carried forward (see module
+    docstring); V^pub None for ticks saved without ``public_value``."""
     out = {}
     for asset in sorted(ticks["asset"].unique().to_list()):
         t = ticks.filter(pl.col("asset") == asset).sort("tick")
@@ -112,7 +117,9 @@ def price_paths(ticks: pl.DataFrame, burn_in: int) -> dict[int, tuple[np.ndarray
         ).to_series()
         keep = (t["tick"] >= burn_in) & p.is_not_null()
         out[int(asset)] = (p.filter(keep).to_numpy().astype(float),
-                           t["fundamental"].filter(keep).to_numpy().astype(float))
+                           t["fundamental"].filter(keep).to_numpy().astype(float),
+                           t["public_value"].filter(keep).to_numpy().astype(float)
+                           if "public_value" in t.columns else None)
     return out
 
 
@@ -289,7 +296,7 @@ def episode_outcomes(run: RunFiles, th: Thresholds) -> dict[str, Any]:
     """Bubble and crash episodes, summed (counts) or averaged (shares) over assets."""
     nb = nc = 0
     bshare, cshare = [], []
-    for p, v in price_paths(run.ticks, burn_in_of(run)).values():
+    for p, v, _ in price_paths(run.ticks, burn_in_of(run)).values():
         b, bs = bubbles(p, v, th.bubble_gap, th.bubble_ticks)
         c, cs = crashes(p, th.crash_drop, th.crash_ticks)
         nb, nc = nb + b, nc + c
@@ -302,21 +309,23 @@ def episode_outcomes(run: RunFiles, th: Thresholds) -> dict[str, Any]:
 def market_outcomes(run: RunFiles, th: Thresholds, notes: list[str]) -> dict[str, Any]:
     burn_in = burn_in_of(run)
     paths = price_paths(run.ticks, burn_in)
-    n_ret = min((max(len(p) - 1, 0) for p, _ in paths.values()), default=0)
+    n_ret = min((max(len(p) - 1, 0) for p, *_ in paths.values()), default=0)
     for key, need in MIN_RETURNS.items():
         if n_ret < need:
             notes.append(f"{key}: {n_ret} returns after burn-in, needs {need}")
     if len(paths) == 2 and n_ret < MIN_PAIRED_RETURNS:
         notes.append(f"ret_corr, spillover_dy: {n_ret} returns after burn-in, "
                      f"needs {MIN_PAIRED_RETURNS}")
-    if not any(len(p) for p, _ in paths.values()):
+    if not any(len(p) for p, *_ in paths.values()):
         notes.append("mispricing, rad, rd: no tick after burn-in")
-    per: dict[str, list] = {k: [] for k in ("vol", "kurt", "mis", "rad", "rd")}
-    for p, v in paths.values():
+    per: dict[str, list] = {k: [] for k in ("vol", "kurt", "mis", "rad", "rd", "prem", "pub")}
+    for p, v, pub in paths.values():
         r = log_returns(p)
         per["vol"].append(float(np.std(r, ddof=1)) if len(r) > 1 else None)
         per["kurt"].append(excess_kurtosis(r))
         per["mis"].append(float(np.mean(np.abs(p / v - 1.0))) if len(p) else None)
+        per["prem"].append(float(np.mean(p / v - 1.0)) if len(p) else None)
+        per["pub"].append(float(np.mean(p / pub - 1.0)) if len(p) and pub is not None else None)
         scale = abs(float(np.mean(v))) if len(v) else 0.0
         per["rad"].append(float(np.mean(np.abs(p - v))) / scale if scale else None)
         per["rd"].append(float(np.mean(p - v)) / scale if scale else None)
@@ -328,7 +337,8 @@ def market_outcomes(run: RunFiles, th: Thresholds, notes: list[str]) -> dict[str
         held += float(run.agents["shares_1"].sum())
     out = {
         "volatility": _mean(per["vol"]), "excess_kurtosis": _mean(per["kurt"]),
-        "mispricing": _mean(per["mis"]), "rad": _mean(per["rad"]), "rd": _mean(per["rd"]),
+        "mispricing": _mean(per["mis"]), "premium": _mean(per["prem"]),
+        "premium_pub": _mean(per["pub"]), "rad": _mean(per["rad"]), "rd": _mean(per["rd"]),
         "mean_spread": float(spread.mean()) if len(spread) else None,
         "volume": volume, "turnover": volume / held if held > 0 else None,
         **episode_outcomes(run, th),
@@ -337,7 +347,7 @@ def market_outcomes(run: RunFiles, th: Thresholds, notes: list[str]) -> dict[str
     if out["excess_kurtosis"] is None and n_ret >= MIN_RETURNS["excess_kurtosis"]:
         notes.append("excess_kurtosis: the price never moves after burn-in")
     if len(paths) == 2 and n_ret >= MIN_PAIRED_RETURNS:
-        (p0, _), (p1, _) = paths.values()
+        (p0, *_), (p1, *_) = paths.values()
         m = min(len(p0), len(p1))
         rets = np.column_stack([log_returns(p0[len(p0) - m:]), log_returns(p1[len(p1) - m:])])
         need = var_min_obs(2, th.var_order)

@@ -6,7 +6,7 @@ and seed s of its control share the fundamental path and every classical trader'
 effect estimate is the mean over seeds of the paired difference y(cell, s) - y(control, s)
 (§4: its SD is the pilot's σ̂_d, which sized the confirmatory tiers). A contrast generalizes it
 to signed sums of cells, which is how the E5 interaction
-(leverage_25 - leverage_0) - (share_25 - share_0) is estimated seed by seed.
+(leverage_25 - share_25) - (leverage_0 - share_0) is estimated seed by seed.
 
 One implementation serves the pilot's σ̂_d (:func:`paired_differences`), the run contract's
 effects and the paper's estimates (:func:`estimate`, :func:`holm`). The t interval, the p-value
@@ -45,10 +45,12 @@ PRIMARY_OUTCOMES = (
 # whether it prices worse. Every other outcome is secondary: reported unadjusted, exploratory.
 DEFAULT_PRIMARY = ("volatility", "mispricing")
 # The outcomes the paper estimates for every cell (the primary ones above, plus the episode
-# counts, the placebo move and volume), in the order the tables list them; halts and the reject
-# ratio only where the cell switches on a mechanism they measure (each mechanism's `measures`).
+# counts, the placebo move, volume and the signed premium beside |P/V - 1|), in the order the
+# tables list them; halts and the reject ratio only where the cell switches on a mechanism they
+# measure (each mechanism's `measures`).
 PAPER_OUTCOMES = (
-    "volatility", "excess_kurtosis", "mispricing", "rad", "rd", "n_bubbles", "bubble_share",
+    "volatility", "excess_kurtosis", "mispricing", "premium", "premium_pub", "rad", "rd",
+    "n_bubbles", "bubble_share",
     "n_crashes", "crash_share", "shock_half_ticks", "shock_priced_share", "placebo_move",
     "mean_spread", "volume", "turnover", "n_halts", "reject_ratio",
 )
@@ -61,6 +63,10 @@ LEVEL = 0.95
 NO_SPREAD = 1e-12
 # The power calculation's settings (§4: two-sided paired test at 5 %, power 0.8).
 ALPHA, POWER = 0.05, 0.80
+# The one-sided level of the upper confidence bound of σ_d that the freeze's MDE rests on
+# (a design may set another: ``power.sigma_level``): σ̂_d from a pilot of 2-3 pairs is too
+# noisy to size a test on (on 1 df it falls below 0.3 σ_d in a quarter of pilots).
+SIGMA_LEVEL = 0.80
 N_BOOTSTRAP = 9999
 BOOTSTRAP_SEED = 20261027  # the protocol's date: fixed, so the intervals are reproducible
 
@@ -85,6 +91,11 @@ class Contrast:
     def control_label(self) -> str:
         """The control as text, e.g. ``share_25 - share_0``."""
         return _signed(self.control)
+
+    @staticmethod
+    def label_of(terms: Mapping[str, int]) -> str:
+        """Signed cells as text, e.g. ``leverage_25 - share_25``."""
+        return _signed(terms)
 
 
 def _signed(terms: Mapping[str, int]) -> str:
@@ -257,13 +268,19 @@ def estimate(sample: PairedSample, level: float = LEVEL, n_resamples: int = N_BO
     return out
 
 
-def not_estimable(e: Mapping[str, Any], dropped: Mapping[int, str] | None = None) -> str | None:
+def not_estimable(e: Mapping[str, Any], dropped: Mapping[int, str] | None = None,
+                  sample: PairedSample | None = None,
+                  contrast: Contrast | None = None) -> str | None:
     """Why an :func:`estimate` has no interval, in words, or None when it has one.
 
     Args:
         e: the estimate (``n``, ``se``, ``diff``).
         dropped: seed -> why it was not paired (:class:`PairedSample`), to name the cause of
             an empty sample.
+        sample: the paired sample, to say why nothing varies: the outcome never varied (one
+            value in every run of its cells: a bubble that never occurs) or the treated cells
+            equal the control seed by seed.
+        contrast: its contrast (the cells named).
     """
     if e["n"] == 0:
         reasons = sorted(set((dropped or {}).values()))
@@ -271,8 +288,53 @@ def not_estimable(e: Mapping[str, Any], dropped: Mapping[int, str] | None = None
     if e["n"] == 1:
         return "one paired seed: no standard error"
     if e["se"] == 0:
+        if sample is not None and contrast is not None:
+            if _same(np.concatenate([sample.treated, sample.control])):
+                return (f"never varied: {sample.treated[0]:.6g} in every run of "
+                        f"{', '.join(contrast.cells)}")
+            if _same(sample.differences) and abs(e["diff"]) <= _tiny(sample):
+                return (f"identical to {contrast.control_label} seed by seed (the same runs' "
+                        "values)")
         return f"no variation: every paired difference is {e['diff']:.6g}"
     return None
+
+
+def _tiny(sample: PairedSample) -> float:
+    scale = max(np.abs(sample.treated).max(), np.abs(sample.control).max(), 0.0)
+    return NO_SPREAD * scale
+
+
+def _same(x: np.ndarray) -> bool:
+    return bool(len(x)) and float(x.max() - x.min()) <= NO_SPREAD * float(np.abs(x).max())
+
+
+def identical_seeds(sample: PairedSample) -> list[int]:
+    """The paired seeds where the treated cells' value equals the control's (up to rounding):
+    where the treatment changed nothing this outcome measures, e.g. a breaker that never
+    halted."""
+    tol = _tiny(sample)
+    return [s for s, d in zip(sample.seeds, sample.differences, strict=True) if abs(d) <= tol]
+
+
+def caveat(sample: PairedSample, contrast: Contrast,
+           idle: Mapping[int, Sequence[str]] | None = None) -> str | None:
+    """What an estimate with an interval rests on that is not evidence, in words, or None:
+    the seeds where the treated cells equal the control (part of the estimate is the control
+    against itself), and the seeds where a mechanism of its first treated cell never acted
+    (``idle``: seed -> idle mechanisms)."""
+    parts = []
+    same = identical_seeds(sample)
+    if same and len(same) < len(sample.seeds):
+        parts.append(f"identical to {contrast.control_label} on {len(same)} of "
+                     f"{len(sample.seeds)} seeds ({', '.join(map(str, same))})")
+    idle_on = {m: [s for s in sample.seeds if m in (idle or {}).get(s, ())]
+               for ms in (idle or {}).values() for m in ms}
+    for m, seeds in idle_on.items():
+        acted = [s for s in sample.seeds if s not in seeds]
+        if seeds:
+            parts.append(f"its {m} acted on {len(acted)} of {len(sample.seeds)} seeds"
+                         + (f" ({', '.join(map(str, acted))})" if acted else ""))
+    return "; ".join(parts) or None
 
 
 def mde(sigma_d: float | None, n: int, alpha: float = ALPHA, power: float = POWER,
@@ -316,6 +378,38 @@ def mde(sigma_d: float | None, n: int, alpha: float = ALPHA, power: float = POWE
     return optimize.brentq(excess_power, 0.0, high, xtol=1e-12, rtol=1e-10) * abs(sigma_d)
 
 
+def sigma_upper(sigma_hat: float | None, df: int, level: float = SIGMA_LEVEL) -> float | None:
+    """The upper ``level`` confidence bound of σ_d from σ̂_d on ``df`` degrees of freedom:
+    σ̂_d √(df / χ²_{1-level, df}), since df σ̂_d² / σ_d² ~ χ²_df for normal paired differences
+    (Run protocol §4: the pilot's σ̂_d sizes the tiers; the bound is what it can vouch for).
+
+    Args:
+        sigma_hat: the SD of the paired differences (ddof 1), in the outcome's units.
+        df: its degrees of freedom (pairs - 1; a pooled σ̂_d: the sum over its cells).
+        level: the bound's one-sided confidence level (0 < level < 1).
+
+    Returns:
+        The bound in the outcome's units (2.12 σ̂_d on 2 df at 80 %); None when σ̂_d is
+        missing or df < 1.
+    """
+    from scipy import stats  # why: scipy takes ~0.3 s to load; only an MDE needs it
+
+    if sigma_hat is None or not math.isfinite(sigma_hat) or df < 1:
+        return None
+    return float(sigma_hat * math.sqrt(df / stats.chi2.ppf(1 - level, df)))
+
+
+def pooled_sigma(parts: Iterable[tuple[float | None, int]]) -> tuple[float | None, int]:
+    """σ̂_d pooled over cells a design declares exchangeable for an outcome: √(Σ df_i σ̂_i² /
+    Σ df_i) on Σ df_i degrees of freedom; ``parts`` are (σ̂_i, df_i), missing σ̂ skipped.
+    Returns (None, 0) when nothing is left."""
+    kept = [(s, df) for s, df in parts if s is not None and math.isfinite(s) and df >= 1]
+    df = sum(d for _, d in kept)
+    if not df:
+        return None, 0
+    return math.sqrt(sum(d * s * s for s, d in kept) / df), df
+
+
 def family_size(n_contrasts: int, primary: Sequence[str]) -> int:
     """Tests in a tier's Holm family: its contrasts × its primary outcomes."""
     return n_contrasts * len(primary)
@@ -349,8 +443,10 @@ def estimates(outcomes: pl.DataFrame, contrasts: Sequence[Contrast],
               primary: Mapping[str, Sequence[str]] | None = None) -> pl.DataFrame:
     """One row per contrast and outcome: the :func:`estimate`, its role, the Holm-adjusted p
     within the contrast's family, the minimum detectable effect (``mde[cell][y]``, e.g. from
-    freeze.json), why it is not estimable (:func:`not_estimable`) and the seeds that were
-    dropped, with the reason.
+    freeze.json), why it is not estimable (:func:`not_estimable`: an outcome that never
+    varied, a cell identical to its control), what an estimable one rests on that is not
+    evidence (:func:`caveat`: seeds identical to the control, seeds where the mechanism never
+    acted) and the seeds that were dropped, with the reason.
 
     Args:
         outcomes: the gathered outcomes (one row per run).
@@ -369,9 +465,13 @@ def estimates(outcomes: pl.DataFrame, contrasts: Sequence[Contrast],
     exclude = list(exclude_seeds)
     values = {y: seed_values(outcomes, y) for y in columns if y in outcomes.columns}
     switched: dict[str, set[str]] = {}
+    idle: dict[str, dict[int, list[str]]] = {}  # cell -> seed -> mechanisms that never acted
     if "mechanisms" in outcomes.columns:
         for cell, mechs in outcomes.select("cell", "mechanisms").iter_rows():
             switched.setdefault(cell, set()).update(filter(None, (mechs or "").split(",")))
+    if "mechanisms_idle" in outcomes.columns:
+        for cell, seed, mechs in outcomes.select("cell", "seed", "mechanisms_idle").iter_rows():
+            idle.setdefault(cell, {})[int(seed)] = [m for m in (mechs or "").split(",") if m]
     rows = []
     for c in contrasts:
         first = next(iter(c.treated))
@@ -379,13 +479,17 @@ def estimates(outcomes: pl.DataFrame, contrasts: Sequence[Contrast],
             if not applies(y, switched.get(first, set())):
                 continue
             sample = pair(vals, c, exclude)
-            mde_y = (mde or {}).get(first, {}).get(y)
+            # keyed by the contrast: an interaction (E5) has no MDE of its own, not its first
+            # cell's
+            mde_y = (mde or {}).get(c.label, {}).get(y)
             e = estimate(sample)
             is_primary = primary is None or y in primary.get(c.family, ())
+            why = not_estimable(e, sample.dropped, sample, c)
             rows.append({
                 "family": c.family, "cell": c.label, "control": c.control_label, "outcome": y,
                 "role": "primary" if is_primary else "secondary", **e, "p_holm": None,
-                "mde": mde_y, "not_estimable": not_estimable(e, sample.dropped),
+                "mde": mde_y, "not_estimable": why,
+                "caveat": None if why else caveat(sample, c, idle.get(first)),
                 "dropped": "; ".join(f"{s}: {why}" for s, why in sample.dropped.items()),
             })
     for fam in dict.fromkeys(r["family"] for r in rows):
@@ -396,5 +500,5 @@ def estimates(outcomes: pl.DataFrame, contrasts: Sequence[Contrast],
               "role": pl.Utf8, "n": pl.Int64,
               **dict.fromkeys(("treated_mean", "control_mean", "diff", "se", "t_low", "t_high",
                                "boot_low", "boot_high", "p", "p_holm", "mde"), pl.Float64),
-              "not_estimable": pl.Utf8, "dropped": pl.Utf8}
+              "not_estimable": pl.Utf8, "caveat": pl.Utf8, "dropped": pl.Utf8}
     return pl.DataFrame(rows, schema=schema)

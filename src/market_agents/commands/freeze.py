@@ -106,6 +106,12 @@ def _create(args: argparse.Namespace) -> int:
     freeze["not_estimable"] = _estimability(args, design, facts, pilot)
     for line in freeze["underpowered"]:
         print(f"underpowered: {line}")
+    moved = freeze["not_estimable"]["movement"] or {}
+    for line in moved.get("never_moved", []):
+        print(f"never moved in the rehearsal: {line}")
+    for cell, ms in moved.get("mechanism_activity", {}).items():
+        print(f"mechanism activity in the rehearsal: {cell}: "
+              + "; ".join(m["phrase"] for m in ms.values()))
     freeze["pilot_failed_criteria_accepted"] = [] if repilot else failed
     freeze["repilot"] = repilot
     sigma = load_checked(args.sigma or design.path.parent / "sigma.yaml", args.results)
@@ -128,14 +134,22 @@ def _estimability(args: argparse.Namespace, design, facts: dict, pilot: dict) ->
     before the freeze is written)."""
     import polars as pl
 
-    from market_agents.protocol.estimability import not_estimable
+    from market_agents.protocol.estimability import movement, not_estimable
     from market_agents.protocol.freeze import FreezeError
 
     rehearsed = layout.outcomes_path(design.name, True, args.results)
-    rehearsal = pl.read_parquet(rehearsed) if not args.mock and rehearsed.exists() else None
-    problems = not_estimable(facts["cells"], facts["families"], pilot, rehearsal)
+    gathered = pl.read_parquet(rehearsed) if rehearsed.exists() else None
+    # the rehearsal's own freeze is written before its confirmatory runs: only a live freeze
+    # refuses on what they show; either records it when they have run
+    rehearsal = None if args.mock else gathered
+    problems = not_estimable(facts["cells"], facts["families"], pilot, rehearsal,
+                             facts["interactions"])
     record = {"problems": problems, "rehearsal": str(rehearsed) if rehearsal is not None
-              else None, "deviation": None}
+              else None, "deviation": None,
+              "movement": None if gathered is None or not gathered.height else {
+                  "outcomes": str(rehearsed),
+                  **movement(facts["cells"], facts["families"], gathered,
+                             facts["interactions"])}}
     if problems and not args.deviation:
         raise FreezeError(
             f"{len(problems)} pre-registered estimand(s) cannot be estimated: "

@@ -17,6 +17,8 @@ COLUMNS = {
     "volatility": ("vol", "{:.5f}"),
     "excess_kurtosis": ("kurt", "{:.1f}"),
     "mispricing": ("|P/V-1|", "{:.4f}"),
+    "premium": ("P/V-1", "{:+.4f}"),
+    "premium_pub": ("P/Vpub-1", "{:+.4f}"),
     "rad": ("RAD", "{:.4f}"),
     "n_bubbles": ("bubbles", "{:.2f}"),
     "n_crashes": ("crashes", "{:.2f}"),

@@ -74,9 +74,13 @@ class DecisionLibrary:
         std = self.x.std(axis=0)
         self.std = np.where(std > 0, std, 1.0)
         self.z = (self.x - self.mean) / self.std
-        if "loo_nn_p90" not in self.meta:
-            self.meta["loo_nn_p90"] = float(np.quantile(self._loo_nn(), 0.9)) if len(x) > 1 \
-                else 0.0
+        if "loo_nn_p90" not in self.meta or "loo_nn_percentiles" not in self.meta:
+            # the states the library was recorded in (N = 100), each against the others: the
+            # reference a replay's distances are judged by (§5.4), as its percentiles 0..100
+            loo = self._loo_nn() if len(x) > 1 else np.zeros(1)
+            self.meta["loo_nn_p90"] = float(np.quantile(loo, 0.9))
+            self.meta["loo_nn_percentiles"] = [round(float(q), 6)
+                                               for q in np.percentile(loo, np.arange(101))]
 
     def __len__(self) -> int:
         return len(self.x)

@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from market_agents import layout
+from market_agents.prices import PriceTable
 
 # Deviations of this implementation from the run protocol (WP 27, 2026-10-27), with the date
 # they were recorded (the commit that introduced each).
@@ -51,12 +52,49 @@ KNOWN_DEVIATIONS: tuple[dict[str, str], ...] = (
                "seeds, §4). They stay mock only and free."},
     {"date": "2026-12-01", "section": "§4, §5.1",
      "reason": "The protocol leaves the multiplicity family and the power calculation open. "
-               "Here each tier's Holm family is its contrasts (every cell against share_0, E5 "
-               "in T4) x the design's declared primary outcomes (volatility, mispricing); "
-               "every other outcome is secondary, unadjusted and exploratory. The MDE is that "
-               "of the paired t test on n - 1 df (noncentral t, power 0.8) at the family's "
-               "Holm level alpha / size, not a normal approximation."},
+               "Here each tier's Holm family is its contrasts (every cell against the cell its "
+               "design names, default share_0, and the design's interactions, E5 in T4) x the "
+               "design's declared primary outcomes (volatility, mispricing); every other "
+               "outcome is secondary, unadjusted and exploratory. The MDE is that of the "
+               "paired t test on n - 1 df (noncentral t, power 0.8) at the family's Holm level "
+               "alpha / size, not a normal approximation."},
+    {"date": "2026-12-04", "section": "§4, §5.1",
+     "reason": "The freeze sizes each MDE at the one-sided 80 % upper confidence bound of "
+               "sigma_d (chi-square on the pilot's pairs - 1 df), not at the pilot's sigma_hat "
+               "itself, which on 1-2 df can be a fraction of sigma_d; the share cells' "
+               "sigma_hat are pooled as exchangeable (the design's power block). The MDE at "
+               "sigma_hat is recorded beside it; 'underpowered' uses the bound."},
+    {"date": "2026-12-04", "section": "§5.2 T4 (E5), T6",
+     "reason": "The protocol's T4 lists leverage_0 as the free control of the E5 "
+               "interaction; its family here counts E5, (leverage_25 - share_25) - "
+               "(leverage_0 - share_0), once and leverage_0 - share_0 (a purely classical "
+               "contrast) not at all. auction_25 and interval_10 (a mechanism with a quarter "
+               "mock traders) are compared with share_25, the cell they differ from by the "
+               "mechanism alone, not with share_0; in live results share_25's traders are "
+               "gpt-5.4-nano, theirs the mock, so there the contrast also carries that "
+               "difference. Declared in the design (a cell's against:, interactions:)."},
+    {"date": "2026-11-29", "section": "§5.2 note (iii)", "model": "claude-haiku-5-5",
+     "reason": "config/prices.yaml prices claude-haiku-5-5 at Anthropic's Haiku list-price "
+               "pattern (1.00 USD in, 5.00 out per 1M tokens; source: assumed, the row's "
+               "source field), not at the protocol's ≈ 0.19 USD per 1,000 decisions, which "
+               "no published Haiku rate reproduces at 760 tokens in and 230 out. No Claude "
+               "cell is in the 40 USD plan; confirm the price before any live Claude cell."},
+    {"date": "2026-11-29", "section": "§5.2 note (iii)", "model": "claude-sonnet-5-5",
+     "reason": "config/prices.yaml prices claude-sonnet-5-5 at Anthropic's Sonnet list-price "
+               "pattern (3.00 USD in, 15.00 out per 1M tokens; source: assumed, the row's "
+               "source field), not at the protocol's ≈ 3.8 USD per 1,000 decisions. No "
+               "Claude cell is in the 40 USD plan; confirm the price before any live Claude "
+               "cell."},
 )
+# The protocol's price of one decision per model, USD per 1,000 decisions at its planning
+# profile (760 tokens in, 230 out: §5.2 note (iv)): nano's measured rate (§4: 0.00044 per
+# decision), mini's planning rate (§5.2: 0.0016), the Claude models' (§5.2 note (iii)). A row of
+# config/prices.yaml that prices a decision more than PRICE_TOLERANCE away needs its
+# KNOWN_DEVIATIONS entry (its ``model``).
+PROTOCOL_USD_PER_1000 = {"gpt-5.4-nano": 0.44, "gpt-5.4-mini": 1.6, "claude-haiku-5-5": 0.19,
+                         "claude-sonnet-5-5": 3.8}
+PROTOCOL_TOKENS = (760, 230)
+PRICE_TOLERANCE = 0.10  # the protocol's figures are rounded (≈)
 DATE_KEYS = ("date", "timestamp", "time", "created", "created_at")
 REASON_KEYS = ("reason", "text", "message", "deviation")
 
@@ -82,9 +120,29 @@ def _first(entry: dict[str, Any], keys: tuple[str, ...]) -> str:
     return next((str(entry[k]) for k in keys if entry.get(k) not in (None, "")), "")
 
 
-def deviations_md(logged: list[dict[str, Any]], log_path: str, mock_note: str | None) -> str:
+def price_deviations(table: PriceTable) -> list[dict[str, Any]]:
+    """The rows of a price table that price a decision otherwise than the protocol
+    (:data:`PROTOCOL_USD_PER_1000`, beyond :data:`PRICE_TOLERANCE`), each with the table's
+    and the protocol's USD per 1,000 decisions and its KNOWN_DEVIATIONS entry (None: not
+    logged)."""
+    logged = {d["model"]: d for d in KNOWN_DEVIATIONS if d.get("model")}
+    out = []
+    for model, protocol in PROTOCOL_USD_PER_1000.items():
+        if model not in table.models:
+            continue
+        usd = 1000 * table.planned_cost(model, *PROTOCOL_TOKENS)
+        if abs(usd / protocol - 1) > PRICE_TOLERANCE:
+            out.append({"model": model, "usd_per_1000": usd, "protocol_usd_per_1000": protocol,
+                        "entry": logged.get(model)})
+    return out
+
+
+def deviations_md(logged: list[dict[str, Any]], log_path: str, mock_note: str | None,
+                  prices: PriceTable | None = None) -> str:
     """The appendix: every logged deviation (date, reason, and any other fields such as the
-    runs it touched), then the known ones."""
+    runs it touched), then the known ones, then each price row that differs from the
+    protocol's figure (:func:`price_deviations` of ``prices``), marked when it is not
+    logged."""
     lines = ["# Deviations from the run protocol", ""]
     if mock_note:
         lines += [f"**{mock_note}.**", ""]
@@ -97,12 +155,27 @@ def deviations_md(logged: list[dict[str, Any]], log_path: str, mock_note: str | 
         lines.append(f"- {_first(e, DATE_KEYS) or 'undated'}: {_first(e, REASON_KEYS)}{tail}")
     lines += ["", "## Known deviations of this implementation", ""]
     lines += [f"- {d['date']} ({d['section']}): {d['reason']}" for d in KNOWN_DEVIATIONS]
+    if prices is not None:
+        a, b = PROTOCOL_TOKENS
+        lines += ["", f"## Prices that differ from the protocol (USD per 1,000 decisions at "
+                  f"{a} tokens in, {b} out)", ""]
+        lines += [f"- {d['model']}: {d['usd_per_1000']:.3g} in config/prices.yaml, "
+                  f"{d['protocol_usd_per_1000']:.3g} in the protocol "
+                  f"({d['usd_per_1000'] / d['protocol_usd_per_1000']:.2g}x); "
+                  + (f"logged {d['entry']['date']} ({d['entry']['section']})" if d["entry"]
+                     else "NOT LOGGED as a deviation")
+                  for d in price_deviations(prices)] or ["None."]
     return "\n".join(lines) + "\n"
 
 
-def _listed(column: pl.Series) -> str:
+def _listed(column: pl.Series, kind: str = "") -> str:
     values = sorted({v for v in column.to_list() if v})
-    return ", ".join(f"`{v}`" for v in values) or "not recorded (runs made before hashes)"
+    if values:
+        return ", ".join(f"`{v}`" for v in values)
+    # a frozen-library replay sends no prompt: each decision is the recorded one nearest its
+    # state, so there is no hash to record, which is not the same as a run made before hashes
+    return ("none sent: decisions replayed from the frozen library (see its prompt versions)"
+            if kind == "library" else "not recorded (runs made before hashes)")
 
 
 def model_cards_md(uses: pl.DataFrame, prices: dict[str, Any], mock_note: str | None) -> str:
@@ -153,7 +226,7 @@ def model_cards_md(uses: pl.DataFrame, prices: dict[str, Any], mock_note: str | 
                       f"{'provider default' if t is None else t}"
                       for e, m, t in settings.iter_rows()),
                   f"- prompt version: {', '.join(sorted(set(g['prompt_version'].drop_nulls())))}",
-                  f"- prompt SHA-256: {_listed(g['prompt_sha256'])}",
-                  f"- answer schema SHA-256: {_listed(g['schema_sha256'])}",
+                  f"- prompt SHA-256: {_listed(g['prompt_sha256'], kind)}",
+                  f"- answer schema SHA-256: {_listed(g['schema_sha256'], kind)}",
                   ""]
     return "\n".join(lines)

@@ -53,13 +53,15 @@ ARTIFACTS: tuple[Artifact, ...] = (
              "answers at config/prices.yaml), the tier budget, and the cumulative spend against "
              "the project cap."),
     Artifact("primary_estimates", "table", "Primary estimates per tier",
-             "Every cell against share_0 (leverage_0 for the E5 interaction "
-             "(leverage_25 - leverage_0) - (share_25 - share_0), estimated seed by seed), for "
-             "every paper outcome; one Holm family per tier (its contrasts x its primary "
-             "outcomes); 'mde': the minimum detectable effect of the freeze (freeze.json: the "
-             "paired t test on n - 1 df at power 0.8, at the family's Holm level for a primary "
-             "outcome), or, where named in the mde source note, one computed the same way from "
-             "the rehearsed pilot. " + EST),
+             "Every cell against the cell its design names (default share_0; a mechanism "
+             "cell against the cell it differs from by the mechanism alone), and the design's "
+             "interactions (E5: (leverage_25 - share_25) - (leverage_0 - share_0), estimated "
+             "seed by seed), for every paper outcome; one Holm family per tier (its contrasts x "
+             "its primary outcomes); 'mde': the minimum detectable effect of the freeze "
+             "(freeze.json: the paired t test on n - 1 df at power 0.8, at the family's Holm "
+             "level for a primary outcome, at the upper confidence bound of sigma_d), or, where "
+             "named in the mde source note, one computed the same way from the rehearsed "
+             "pilot. " + EST),
     Artifact("dose_response", "table", "Dose-response over the LLM share",
              "The share cells (phi in {0, 0.01, 0.05, 0.10, 0.25, 0.50, 0.75, 1.0}) from the "
              "primary estimates: treated mean and paired difference against share_0 with its "
@@ -79,12 +81,15 @@ ARTIFACTS: tuple[Artifact, ...] = (
              "(ret_corr) and the Diebold-Yilmaz total spillover index (spillover_dy, percent), "
              "then their mean over seeds with a 95 % t interval and the t-test p of mean 0."),
     Artifact("library", "table", "Frozen-library arm at N = 1,000 (§5.4)",
-             "Per seed of library_1000 (run manifests: library): the median and 90th percentile "
-             "of the standardized nearest-neighbour distance of the replayed decisions, and the "
-             "library's own 90th-percentile leave-one-out distance (the support observed at "
-             "N = 100); then the arm: the median over seeds of the seed medians. The arm is "
-             "out-of-support (reported, not evidence) when that median exceeds the 90th "
-             "percentile."),
+             "The distribution of the standardized nearest-neighbour distance (run manifests: "
+             "library.nn_distances, one per replayed decision) as its 10th, 25th, 50th, 75th "
+             "and 90th percentiles: first the library's own recorded states at N = 100 (each "
+             "one's distance to the others, leave-one-out), then library_1000 at N = 1,000 "
+             "seed by seed, then every replayed decision of the arm. The arm is out of support "
+             "(reported, not evidence) when its median at N = 1,000 exceeds the 90th "
+             "percentile at N = 100. Runs made before per-decision distances were saved give "
+             "per seed the median and 90th percentile and the arm as the median of seed "
+             "medians."),
     Artifact("control_sd", "table", "Control SD of every outcome (sigma design)",
              "The classical control share_0 of the sigma design (seeds 1-30, no LLM, free): "
              "number of runs, mean, SD (ddof 1), minimum and maximum of every numeric outcome."),
@@ -116,6 +121,18 @@ ARTIFACTS: tuple[Artifact, ...] = (
              "pass criteria (>= 80 %, <= 10 %), USD per decision against the planned rate and "
              "its ±30 % band, and the SD of paired differences against share_0 (σ̂_d) per "
              "primary outcome, each relative to the control SD of that outcome."),
+    Artifact("library_support", "figure", "Decision-library support at N = 1,000 and N = 100",
+             "Protocol §5.4: the empirical CDF of every replayed decision's standardized "
+             "nearest-neighbour distance to the library at N = 1,000 (run manifests' "
+             "library.nn_distances; faint: each seed) against the library's own recorded "
+             "states at N = 100 (each one's distance to the others), with the N = 100 90th "
+             "percentile and the N = 1,000 median: the arm is out of support, reported and not "
+             "evidence, when the median lies beyond it."),
+    Artifact("forest", "figure", "Paired differences by contrast and outcome",
+             "Every contrast the design declares (the primary estimates, then each paired "
+             "comparison table) with its mean paired difference and 95 % t interval, one panel "
+             "per outcome in its units, zero marked; a difference without an interval is drawn "
+             "hollow (too few seeds); outcomes that never moved are named, not drawn."),
     Artifact("spend", "figure", "Spend by tier against plan and cap",
              "Planned USD per tier (planning rate) beside USD spent and priced (recorded "
              "answers at config/prices.yaml), the tier budget as a tick, and the cumulative "

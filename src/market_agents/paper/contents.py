@@ -106,11 +106,20 @@ def build(data: PaperData, texts: dict[str, str], inputs: list[str] | None = Non
                  + (f"; its {', '.join(idle)} never acted on any seed" if idle else "") + ")")
         shown = f"[{note}] {title}" if note else title
         figure(f"price_{cell}", lambda t=ticks, m=manifest, s=shown: price_figure(t, m, s), title)
+    figure("library_support", lambda: figures.library_support(
+        data, note, artifact("figure", "library_support").title))
     figure("outcome_distributions", lambda: figures.outcome_distributions(
         data.outcomes, note, artifact("figure", "outcome_distributions").title))
     figure("pilot_diagnostics", lambda: figures.pilot_diagnostics(
         data, artifact("figure", "pilot_diagnostics").title))
-    figure("spend", lambda: figures.spend(overview, note, artifact("figure", "spend").title))
-    figure("protocol_dag", lambda: figures.protocol_dag(
+    compared = [(artifact("table", "primary_estimates").title, primary)]
+    compared += [(c.title, paper.tables[c.name][1]) for c in data.comparisons
+                 if c.name in paper.tables and c.kind == "paired"]
+    figure("forest", lambda: figures.forest(compared, note, artifact("figure", "forest").title))
+    # the protocol's tiers: a design without tiers has no tier budget to spend or DAG to draw
+    no_tiers = Skip("the design has no tiers") if not data.has_tiers else None
+    figure("spend", lambda: no_tiers or figures.spend(overview, note,
+                                                      artifact("figure", "spend").title))
+    figure("protocol_dag", lambda: no_tiers or figures.protocol_dag(
         data.plan, data.tiers, note, artifact("figure", "protocol_dag").title))
     return paper

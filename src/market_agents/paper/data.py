@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from market_agents.analysis import stats
+from market_agents.analysis.stats import Contrast
 from market_agents.protocol.comparisons import Comparison
 
 
@@ -50,6 +51,11 @@ class PaperData:
         comparisons: the comparison tables the design declares (``Design.comparisons``).
         code_fingerprint: the code fingerprint of the runs read (their manifests'
             ``code_fingerprint``, one for all; None: made before fingerprints).
+        against: cell -> the cell its pre-registered contrast subtracts (``Design.against``;
+            a cell not named: share_0); ``interactions``: the design's interaction contrasts.
+        library_nn: every replayed decision's standardized nearest-neighbour distance (cell,
+            seed, distance; the frozen-library runs' manifests); ``library_reference``: the
+            library's own leave-one-out distances (its N = 100 states) as percentiles 0..100.
     """
 
     design: str
@@ -75,6 +81,10 @@ class PaperData:
     tiers: tuple[str, ...] = ()
     comparisons: tuple[Comparison, ...] = ()
     code_fingerprint: str | None = None
+    against: dict[str, str | None] = field(default_factory=dict)
+    interactions: tuple[Contrast, ...] = ()
+    library_nn: pl.DataFrame = field(default_factory=pl.DataFrame)
+    library_reference: list[float] | None = None
 
     @property
     def exclude_seeds(self) -> tuple[int, ...]:
@@ -87,6 +97,11 @@ class PaperData:
     def cells(self) -> list[str]:
         """The design's cells in the order of its outcomes table."""
         return self.outcomes["cell"].unique(maintain_order=True).to_list()
+
+    @property
+    def has_tiers(self) -> bool:
+        """Whether any cell of the design has a tier (the protocol's tiered figures apply)."""
+        return "tier" in self.plan.columns and self.plan["tier"].drop_nulls().len() > 0
 
     def primary_of(self, family: str) -> tuple[str, ...]:
         """The primary outcomes of a family (a tier), as the design declares them."""

@@ -28,11 +28,12 @@ SPILLOVER_CELL = "k2_25"
 
 def primary_contrasts(data: PaperData) -> list[Contrast]:
     """:func:`tier_contrasts` of the cells that ran."""
-    return tier_contrasts(data.cells, data.tier)
+    return tier_contrasts(data.cells, data.tier, data.against, data.interactions)
 
 
 def primary_estimates(data: PaperData) -> pl.DataFrame | Skip:
-    """The pre-registered paired estimates: every cell against ``share_0`` (and E5), per
+    """The pre-registered paired estimates: every cell against the cell its design names
+    (default ``share_0``) and the design's interactions (E5), per
     outcome, with t and bootstrap intervals and the MDE (Run protocol §5.1-§5.2).
 
     Returns:
@@ -158,6 +159,8 @@ def equal_usd(data: PaperData, c: Comparison) -> pl.DataFrame | Skip:
     # nothing here and would push the table off the page; the SE is the interval's. With one
     # reference the part's label names the contrast, so its control column goes too.
     drop = ["family", "se", "mde"] + (["control"] if len({r for _, r in kept}) == 1 else [])
+    # and what says nothing in these rows: no caveat, no seed dropped
+    drop += [c for c in ("caveat", "dropped") if est[c].fill_null("").str.len_chars().max() == 0]
     est = est.drop(*drop)
     return pl.concat([levels.with_columns(pl.lit("levels").alias("part")),
                       est.with_columns(pl.lit("equal USD - equal decisions").alias("part"))],

@@ -6,9 +6,11 @@ paths reuse :func:`market_agents.analysis.figures.price_figure`.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from market_agents import layout
@@ -32,8 +34,12 @@ def _grid(n: int, cols: int = 3):
 
 
 def _title(fig, title: str, mock_note: str | None) -> None:
-    fig.suptitle(f"[{mock_note}] {title}" if mock_note else title, fontsize=12)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    text = f"[{mock_note}] {title}" if mock_note else title
+    # wrapped to the figure's width (about 10 characters an inch at this size), so a long
+    # caption is never cut off; the panels start below however many lines it takes
+    lines = textwrap.wrap(text, width=max(40, int(fig.get_figwidth() * 10)))
+    fig.suptitle("\n".join(lines), fontsize=12)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.25 * len(lines) / fig.get_figheight()))
 
 
 def dose_response(table: pl.DataFrame | Skip, mock_note: str | None, title: str):
@@ -51,7 +57,13 @@ def dose_response(table: pl.DataFrame | Skip, mock_note: str | None, title: str)
     """
     if isinstance(table, Skip):
         return table
-    outcomes = table["outcome"].unique(maintain_order=True).to_list()
+    every = table["outcome"].unique(maintain_order=True).to_list()
+    # an outcome whose paired differences are 0 at every phi, with no interval, never moved
+    flat = [y for y in every if table.filter(pl.col("outcome") == y).select(
+        (pl.col("diff").fill_null(0) == 0).all() & pl.col("t_low").is_null().all()).item()]
+    outcomes = [y for y in every if y not in flat]
+    if not outcomes:
+        return Skip("no outcome moved at any phi (" + ", ".join(flat) + ")")
     fig, axes = _grid(len(outcomes))
     half = 0.012  # half-width of a bootstrap band, in units of phi
     for ax, y in zip(axes, outcomes, strict=False):
@@ -79,8 +91,21 @@ def dose_response(table: pl.DataFrame | Skip, mock_note: str | None, title: str)
     axes[0].set_ylabel("paired difference vs share_0", fontsize=8)
     for ax in axes[-min(len(axes), 4):]:
         ax.set_xlabel("φ, share of LLM traders", fontsize=7)
-    _title(fig, title + " (bars: 95 % t interval; band: bootstrap)", mock_note)
+    _title(fig, title + " (bars: 95 % t interval; band: bootstrap)" + _not_shown(flat),
+           mock_note)
     return fig
+
+
+def _not_shown(flat: Sequence[str]) -> str:
+    """The caption's note of the panels left out because the outcome never moved."""
+    return (f"; not shown, never moved (one value, or none, in every run): {', '.join(flat)}"
+            if flat else "")
+
+
+def _constant(outcomes: pl.DataFrame, y: str) -> bool:
+    v = outcomes[y].cast(pl.Float64).drop_nulls()
+    v = v.filter(v.is_finite())
+    return v.n_unique() <= 1
 
 
 def outcome_distributions(outcomes: pl.DataFrame, mock_note: str | None, title: str):
@@ -94,9 +119,13 @@ def outcome_distributions(outcomes: pl.DataFrame, mock_note: str | None, title: 
     Returns:
         A matplotlib Figure, or a :class:`Skip` when the table has none of the paper outcomes.
     """
-    present = [y for y in PAPER_OUTCOMES if y in outcomes.columns]
-    if not present:
+    every = [y for y in PAPER_OUTCOMES if y in outcomes.columns]
+    if not every:
         return Skip("outcomes.parquet has none of the paper outcomes")
+    flat = [y for y in every if _constant(outcomes, y)]  # one value in every run: no panel
+    present = [y for y in every if y not in flat]
+    if not present:
+        return Skip("every paper outcome has one value in every run (" + ", ".join(flat) + ")")
     cells = outcomes["cell"].unique(maintain_order=True).to_list()
     fig, axes = _grid(len(present))
     for ax, y in zip(axes, present, strict=False):
@@ -109,7 +138,111 @@ def outcome_distributions(outcomes: pl.DataFrame, mock_note: str | None, title: 
         ax.set_xticks(range(len(cells)), cells, rotation=60, ha="right", fontsize=6)
         ax.set_title(y, fontsize=9)
         ax.tick_params(axis="y", labelsize=7)
-    _title(fig, title + " (dots: seeds; bars: means)", mock_note)
+    _title(fig, title + " (dots: seeds; bars: means)" + _not_shown(flat), mock_note)
+    return fig
+
+
+def forest(compared: Sequence[tuple[str, pl.DataFrame | Skip]], mock_note: str | None,
+           title: str):
+    """The forest plot: every declared contrast's mean paired difference with its 95 % t
+    interval, one panel per outcome (its own units), one row per contrast, zero marked.
+
+    Args:
+        compared: (table title, its estimates: ``stats.estimates`` rows with cell, control,
+            outcome, diff, t_low, t_high; a Skip is left out), the primary estimates first.
+        mock_note: the rehearsal mark for the title, or None.
+        title: the figure's title.
+
+    Returns:
+        A matplotlib Figure, or a :class:`Skip` when no contrast has a difference.
+    """
+    frames = []
+    for i, (_, f) in enumerate(compared):
+        if isinstance(f, Skip) or f.is_empty() or "diff" not in f.columns:
+            continue
+        f = f if "control" in f.columns else f.with_columns(pl.lit("").alias("control"))
+        tag = "" if i == 0 else f" [{compared[i][0]}]"
+        frames.append(f.select(
+            (pl.col("cell") + pl.when(pl.col("control") != "").then(" - " + pl.col("control"))
+             .otherwise(pl.lit(""))).alias("pair"), pl.lit(tag).alias("tag"),
+            "outcome", "diff", "t_low", "t_high").filter(pl.col("diff").is_not_null()))
+    if not frames:
+        return Skip("no contrast has a paired difference")
+    # a comparison table's pair that the primary estimates already hold is drawn once
+    rows = (pl.concat(frames).unique(["pair", "outcome"], keep="first", maintain_order=True)
+            .with_columns((pl.col("pair") + pl.col("tag")).alias("row")))
+    labels = rows["row"].unique(maintain_order=True).to_list()
+    every = [y for y in PAPER_OUTCOMES if y in rows["outcome"].to_list()]
+    flat = [y for y in every if rows.filter(pl.col("outcome") == y).select(
+        (pl.col("diff") == 0).all() & pl.col("t_low").is_null().all()).item()]
+    shown = [y for y in every if y not in flat]
+    if not shown:
+        return Skip("no outcome moved in any contrast (" + ", ".join(flat) + ")")
+    plt = _pyplot()
+    cols = min(3, len(shown))
+    n_rows = math.ceil(len(shown) / cols)
+    fig, axes = plt.subplots(n_rows, cols, figsize=(4.2 * cols + 3.0, (0.2 * len(labels) + 1.0)
+                                                    * n_rows), squeeze=False)
+    flat_axes = [ax for r in axes for ax in r]
+    for ax in flat_axes[len(shown):]:
+        ax.set_visible(False)
+    pos = {label: i for i, label in enumerate(labels)}
+    for k, (ax, y) in enumerate(zip(flat_axes, shown, strict=False)):
+        ax.axvline(0, color="0.6", lw=0.8)
+        for r in rows.filter(pl.col("outcome") == y).iter_rows(named=True):
+            yi = pos[r["row"]]
+            if r["t_low"] is not None and r["t_high"] is not None:
+                ax.errorbar(r["diff"], yi, xerr=[[r["diff"] - r["t_low"]],
+                                                  [r["t_high"] - r["diff"]]],
+                            fmt="o", color="tab:blue", ms=3, capsize=2, lw=1)
+            else:
+                ax.plot(r["diff"], yi, "o", mfc="none", color="tab:blue", ms=3)
+        ax.set_ylim(len(labels) - 0.5, -0.5)
+        ax.set_yticks(range(len(labels)), labels if k % cols == 0 else [""] * len(labels),
+                      fontsize=6)
+        ax.set_title(y, fontsize=9)
+        ax.tick_params(axis="x", labelsize=6)
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4))
+    _title(fig, title + " (dots: mean paired difference; bars: 95 % t interval; hollow: no "
+           "interval)" + _not_shown(flat), mock_note)
+    # room for the contrasts' labels (about 0.05 inch a character at this size)
+    left = (0.05 * max(len(label) for label in labels) + 0.2) / fig.get_figwidth()
+    fig.subplots_adjust(left=max(fig.subplotpars.left, left))
+    return fig
+
+
+def library_support(data: PaperData, mock_note: str | None, title: str):
+    """§5.4's distribution: the empirical CDF of every replayed decision's standardized
+    nearest-neighbour distance at N = 1,000 (the arm, and each seed faintly) against the
+    library's own states at N = 100 (leave-one-out, from its percentiles), the N = 100 90th
+    percentile and the N = 1,000 median marked: out of support when the median is right of it.
+
+    Returns:
+        A matplotlib Figure, or a :class:`Skip` without per-decision distances.
+    """
+    nn, ref = data.library_nn, data.library_reference
+    if nn.is_empty() or not ref:
+        return Skip("no per-decision library distances (a frozen-library run made before "
+                    "they were saved, or no library_1000 cell)")
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    for seed in sorted(nn["seed"].unique().to_list()):
+        d = np.sort(nn.filter(pl.col("seed") == seed)["distance"].to_numpy())
+        ax.step(d, np.arange(1, len(d) + 1) / len(d), where="post", color="tab:blue",
+                alpha=0.25, lw=0.8)
+    d = np.sort(nn["distance"].to_numpy())
+    ax.step(d, np.arange(1, len(d) + 1) / len(d), where="post", color="tab:blue", lw=2,
+            label=f"N = 1,000, every replayed decision ({len(d):,}; faint: each seed)")
+    ax.plot(ref, np.arange(len(ref)) / (len(ref) - 1), color="tab:orange", lw=2,
+            label="N = 100, the library's recorded states (leave-one-out)")
+    median = float(np.median(d))
+    ax.axvline(ref[90], color="tab:orange", ls="--", lw=1, label=f"N = 100 p90 {ref[90]:.3g}")
+    ax.axvline(median, color="tab:blue", ls=":", lw=1.5, label=f"N = 1,000 median {median:.3g}")
+    ax.set_xlabel("standardized nearest-neighbour distance")
+    ax.set_ylabel("share of decisions at or below")
+    ax.legend(fontsize=8, loc="lower right")
+    verdict = ("OUT OF SUPPORT: reported, not evidence" if median > ref[90] else "in support")
+    _title(fig, f"{title}: {verdict}", mock_note)
     return fig
 
 

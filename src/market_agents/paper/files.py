@@ -47,12 +47,15 @@ class Paper:
         t = title or a.title
         return f"[{self.mock_note}] {t}" if self.mock_note else t
 
-    def caption(self, a: Artifact) -> str:
-        """The artifact's caption, naming the design, and saying first, in a rehearsal, that every
-        LLM answer behind it comes from the mock.
+    def caption(self, a: Artifact, alone: bool = False) -> str:
+        """The artifact's caption, naming the design. In the paper the mock note is said once
+        at the top and in every title, not in every caption; a caption shown ``alone`` (the
+        Snakemake report's, one result at a time) says first, in a rehearsal, that every LLM
+        answer behind it comes from the mock.
         """
         mark = (f"{self.mock_note.upper()}: every LLM answer behind this comes from the mock "
-                "provider; it shows the pipeline, not evidence. ") if self.mock_note else ""
+                "provider; it shows the pipeline, not evidence. ") if (
+            self.mock_note and alone) else ""
         return f"{mark}{a.caption} Design: {self.design}.{self.provenance}"
 
     @property

@@ -19,6 +19,8 @@ from typing import Any
 
 import polars as pl
 
+from market_agents.analysis import stats
+from market_agents.analysis.estimands import CONTROL
 from market_agents.analysis.outcomes import RunFiles
 from market_agents.analysis.scoring import episodes_at
 from market_agents.config import read_yaml
@@ -36,6 +38,7 @@ from market_agents.paper import cards
 from market_agents.paper.catalog import artifacts
 from market_agents.paper.contents import representative_seeds
 from market_agents.paper.data import PaperData
+from market_agents.prices import load_prices
 from market_agents.protocol import freeze
 from market_agents.protocol.design import Design
 from market_agents.protocol.estimability import mde_table, not_estimable
@@ -102,7 +105,8 @@ def read_runs(design: Design, outcomes: pl.DataFrame, rehearsal: bool, root: Pat
     """Per run: its manifest facts, LLM decisions, model uses and re-scored episodes; and the
     ticks and manifest of each cell's representative seed."""
     grid = sensitivity_grid()
-    runs, decisions, uses, episodes = [], [], [], []
+    runs, decisions, uses, episodes, distances = [], [], [], [], []
+    reference: list[float] | None = None  # the library's own (N = 100) distance percentiles
     priced: dict[str, dict] = {}  # model -> the price row a run's manifest records
     codes: dict[str | None, str] = {}  # code fingerprint -> a run it made
     rep = representative_seeds(outcomes)
@@ -121,6 +125,9 @@ def read_runs(design: Design, outcomes: pl.DataFrame, rehearsal: bool, root: Pat
         usage = manifest.get("llm_usage") or {}
         lib = manifest.get("library") or {}
         first, last = _dates(manifest)
+        distances += [{"cell": cell, "seed": seed, "distance": d}
+                      for d in lib.get("nn_distances") or []]
+        reference = reference or lib.get("loo_nn_percentiles")
         runs.append({"cell": cell, "seed": seed, "date": last,
                      "usd_spent": float(usage.get("usd_spent") or 0.0),
                      **{k: lib.get(k) for k in ("nn_median", "nn_p90", "loo_nn_p90",
@@ -157,6 +164,9 @@ def read_runs(design: Design, outcomes: pl.DataFrame, rehearsal: bool, root: Pat
         "decisions": pl.concat(decisions, how="diagonal_relaxed") if decisions else pl.DataFrame(),
         "uses": pl.DataFrame(uses, schema=use_schema),
         "sensitivity": pl.DataFrame(episodes, infer_schema_length=None),
+        "library_nn": pl.DataFrame(distances, schema={"cell": pl.Utf8, "seed": pl.Int64,
+                                                      "distance": pl.Float64}),
+        "library_reference": reference,
         "ticks": ticks,
         "priced": priced,
         "code": one_code(design, codes),
@@ -222,7 +232,8 @@ def read_pilot(roles: Roles, rehearsal: bool, root: Path,
 
 
 def read_mde(design: Design, pilot: dict | None, rehearsal: bool,
-             root: Path, facts: dict | None = None) -> tuple[dict, str]:
+             root: Path, facts: dict | None = None,
+             exclude: tuple[int, ...] = stats.PILOT_SEEDS) -> tuple[dict, str]:
     """The minimum detectable effects of the design's cells, and where they came from.
 
     From the freeze when there is one; otherwise computed as the freeze does from the pilot's
@@ -238,7 +249,8 @@ def read_mde(design: Design, pilot: dict | None, rehearsal: bool,
                 f"{path}")
     if pilot and pilot.get("sigma_d"):
         facts = facts or design_facts(design)
-        table = mde_table(facts["cells"], pilot["sigma_d"], facts["families"])
+        table = mde_table(facts["cells"], pilot["sigma_d"], facts["families"], facts["power"],
+                          facts["interactions"], exclude)
         return ({c: row["mde"] for c, row in table.items()},
                 "computed as the freeze does from the " + ("rehearsed " if rehearsal else "")
                 + "pilot's σ̂_d (no freeze.json)")
@@ -267,6 +279,7 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
     outcomes = pl.read_parquet(gathered)
     if outcomes.is_empty():
         raise ConfigError(f"{gathered}: no runs")
+    outcomes = in_design_order(outcomes, design)
     inputs = [str(path), str(gathered)]
     read = read_runs(design, outcomes, rehearsal, root, progress)
     note = mock_note(design, rehearsal)
@@ -277,7 +290,8 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
     confirmatory = design.name == roles.confirmatory
     # the confirmatory design's facts, read once: its MDEs and what it cannot estimate
     facts = design_facts(design) if confirmatory else None
-    mde, mde_source = read_mde(design, pilot, rehearsal, root, facts)
+    mde, mde_source = read_mde(design, pilot, rehearsal, root, facts,
+                               stats.PILOT_SEEDS if confirmatory else ())
     log = deviations_log(root)
     logged = cards.parse_deviations(log.read_text(encoding="utf-8").splitlines(), str(log)) if (
         log.exists()) else []
@@ -291,7 +305,9 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
         sigma=pl.read_parquet(sigma_path) if sigma_path.exists() else None,
         pilot=pilot, pilot_outcomes=pilot_outcomes, mde=mde, mde_source=mde_source,
         primary=design.primary_by_tier, ticks=read["ticks"], tiers=TIERS,
-        comparisons=design.comparisons, code_fingerprint=read["code"])
+        comparisons=design.comparisons, code_fingerprint=read["code"],
+        against=design.against, interactions=design.interaction_contrasts,
+        library_nn=read["library_nn"], library_reference=read["library_reference"])
     if facts is not None:
         data.not_estimable = not_estimable_note(facts, data)
     inputs += [str(p) for p in (sigma_path, log) if p.exists()] + pilot_inputs
@@ -300,8 +316,24 @@ def load(target: str, designs_dir: Path, roles: Roles, root: Path = ROOT,
     # its manifests say it was priced
     prices["models"] = {**read["priced"], **(prices.get("models") or {})}
     texts = {"model_cards.md": cards.model_cards_md(read["uses"], prices, note),
-             "deviations.md": cards.deviations_md(logged, str(log), note)}
+             "deviations.md": cards.deviations_md(logged, str(log), note,
+                                                  load_prices(design.prices_path))}
     return data, texts, inputs
+
+
+def in_design_order(outcomes: pl.DataFrame, design: Design) -> pl.DataFrame:
+    """The gathered runs with their cells in the paper's order: the control (share_0) and the
+    cells that are controls only (``against: none``) first, then the others as the design lists
+    them (a cell the design no longer has last), seeds ascending within a cell; every table and
+    figure follows it."""
+    order = [c for c, ref in design.against.items() if c == CONTROL or ref is None]
+    order = sorted(order, key=lambda c: c != CONTROL) + [c for c in design.cells
+                                                         if c not in order]
+    rank = {c: i for i, c in enumerate(order)}
+    return (outcomes.with_columns(pl.col("cell").replace_strict(rank, default=len(rank),
+                                                                return_dtype=pl.Int64)
+                                  .alias("_order"))
+            .sort("_order", "cell", "seed").drop("_order"))
 
 
 def not_estimable_note(facts: dict[str, Any], data: PaperData) -> str:
@@ -309,6 +341,7 @@ def not_estimable_note(facts: dict[str, Any], data: PaperData) -> str:
     ``facts.design_facts``) that its runs (``data``: a rehearsal's or the live ones) cannot
     estimate, as the freeze names them (``estimability.not_estimable``: no control seeds, no
     variation, a mechanism that never acted), or "none"."""
-    problems = not_estimable(facts["cells"], facts["families"], data.pilot or {}, data.outcomes)
+    problems = not_estimable(facts["cells"], facts["families"], data.pilot or {}, data.outcomes,
+                             facts["interactions"])
     return "; ".join(problems) if problems else "none"
 

@@ -11,7 +11,12 @@ from __future__ import annotations
 import polars as pl
 
 from market_agents import layout
-from market_agents.analysis.estimands import activity_labels, fired
+from market_agents.analysis.estimands import (
+    activity_by_seed,
+    activity_labels,
+    activity_phrase,
+    fired,
+)
 from market_agents.paper.data import PaperData, Skip
 
 LIBRARY_CELL = "library_1000"
@@ -19,7 +24,9 @@ LIBRARY_CELL = "library_1000"
 
 def mechanism_activity(data: PaperData) -> pl.DataFrame | Skip:
     """What each mechanism did, per cell: mean activity per run and, per switched-on
-    mechanism, the seeds where it acted (a cell whose mechanism never acted measures nothing).
+    mechanism, on how many seeds and which it acted ("breaker acted on 1 of 3 seeds (102)":
+    on the others the cell is its reference; a cell whose mechanism never acted measures
+    nothing).
 
     Returns:
         A polars frame, or a :class:`Skip` saying why the design does not support the table.
@@ -30,7 +37,8 @@ def mechanism_activity(data: PaperData) -> pl.DataFrame | Skip:
     acted = fired(data.outcomes)
     table = (data.outcomes.group_by("cell", maintain_order=True)
              .agg(pl.len().alias("runs"), *[pl.col(c).cast(pl.Float64).mean() for c in present]))
-    label = {c: ", ".join(f"{m} {a}/{n}" for m, (a, n) in ms.items()) for c, ms in acted.items()}
+    label = {c: "; ".join(activity_phrase(m, seeds) for m, seeds in ms.items())
+             for c, ms in activity_by_seed(data.outcomes).items()}
     never = {c: ", ".join(m for m, (a, _) in ms.items() if a == 0) for c, ms in acted.items()}
     return table.with_columns(
         pl.col("cell").replace_strict(label, default="").alias("acted (seeds)"),
@@ -74,6 +82,8 @@ def library(data: PaperData) -> pl.DataFrame | Skip:
     lib = runs.filter((pl.col("cell") == LIBRARY_CELL) & pl.col("nn_median").is_not_null())
     if lib.is_empty():
         return Skip(f"the {LIBRARY_CELL} run manifests have no library distances")
+    if not data.library_nn.is_empty() and data.library_reference:
+        return library_distribution(data)
     lib = lib.sort("seed").select(pl.col("seed").cast(pl.Utf8), "nn_median", "nn_p90",
                                   "loo_nn_p90", "out_of_support")
     median = float(lib["nn_median"].median())
@@ -83,6 +93,36 @@ def library(data: PaperData) -> pl.DataFrame | Skip:
                         "out_of_support": [median > p90]})
     return pl.concat([lib, arm], how="vertical_relaxed").with_columns(
         pl.when(pl.col("out_of_support")).then(pl.lit("OUT-OF-SUPPORT: reported, not evidence"))
+        .otherwise(pl.lit("in support")).alias("verdict"))
+
+
+QUANTILES = (10, 25, 50, 75, 90)
+
+
+def library_distribution(data: PaperData) -> pl.DataFrame:
+    """§5.4 on every replayed decision: the distribution of standardized nearest-neighbour
+    distances at N = 1,000 (per seed, then every decision of the arm) against the library's
+    own states at N = 100 (each recorded state's distance to the others), as quantiles; the
+    arm is out of support when its median at N = 1,000 exceeds the 90th percentile at N = 100.
+    """
+    ref = data.library_reference or []
+    p90_100 = ref[90]
+    rows = [{"sample": "N = 100: the library's recorded states (leave-one-out)",
+             "decisions": None, **{f"p{q}": ref[q] for q in QUANTILES},
+             "out_of_support": None}]
+    nn = data.library_nn.filter(pl.col("cell") == LIBRARY_CELL)
+
+    def row(label: str, d: pl.Series) -> dict:
+        q = {f"p{k}": float(d.quantile(k / 100, "linear")) for k in QUANTILES}
+        return {"sample": label, "decisions": len(d), **q, "out_of_support": q["p50"] > p90_100}
+
+    for seed in sorted(nn["seed"].unique().to_list()):
+        rows.append(row(f"N = 1,000: seed {seed}", nn.filter(pl.col("seed") == seed)["distance"]))
+    rows.append(row("N = 1,000: the arm (every replayed decision)", nn["distance"]))
+    return pl.DataFrame(rows, infer_schema_length=None).with_columns(
+        pl.when(pl.col("out_of_support")).then(pl.lit("OUT-OF-SUPPORT: reported, not evidence"))
+        .when(pl.col("out_of_support").is_null()).then(pl.lit("the reference: its p90 is the "
+                                                               "threshold"))
         .otherwise(pl.lit("in support")).alias("verdict"))
 
 

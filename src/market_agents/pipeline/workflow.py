@@ -463,7 +463,8 @@ class Workflow:
         name, rehearsal = parse_target(self.paper_target)
         design = self.designs.get(name)
         paper = Paper(design=name, heading="", mock_note=mock_note(design, rehearsal))
-        return {f"{a.kind}/{a.name}": _rst_text(f"{paper.title(a)}. {paper.caption(a)}")
+        return {f"{a.kind}/{a.name}": _rst_text(f"{paper.title(a)}. "
+                                                f"{paper.caption(a, alone=True)}")
                 for a in artifacts(design.comparisons, str(design.path))}
 
     # --- Bazaar ---------------------------------------------------------------------------

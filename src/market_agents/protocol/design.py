@@ -19,7 +19,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
-from market_agents.analysis.stats import DEFAULT_PRIMARY, PRIMARY_OUTCOMES
+from market_agents.analysis.estimands import CONTROL
+from market_agents.analysis.stats import DEFAULT_PRIMARY, PRIMARY_OUTCOMES, SIGMA_LEVEL, Contrast
 from market_agents.config import MAX_SEED, MAX_SEEDS, Config, apply_overrides, validate
 from market_agents.config_llm import PromptSets, check_prompt_sets
 from market_agents.core import Strict, validation_message
@@ -30,6 +31,7 @@ from market_agents.protocol.comparisons import NAME, Comparison, TableSpec, decl
 from market_agents.protocol.tiers import label
 
 USD = Annotated[float, Field(ge=0)]
+NO_CONTRAST = "none"  # a cell's ``against``: a control, no contrast of its own
 
 
 class CellSpec(Strict):
@@ -57,7 +59,29 @@ class CellSpec(Strict):
     compare_with: str | None = Field(
         default=None, description="the cell it is compared with in its table, paired by seed "
         "(default share_0); its tier's Holm family pairs it with share_0 all the same")
+    against: str | None = Field(
+        default=None, pattern=NAME, description="the cell its pre-registered contrast "
+        "subtracts in its tier's Holm family, paired by seed (default share_0): the cell it "
+        "differs from by its treatment alone; 'none': a control with no contrast of its own")
     note: str | None = None
+
+
+class InteractionSpec(Strict):
+    """A pre-registered interaction contrast (e.g. the protocol's E5): signed sums of cells,
+    each evaluated per seed; its Holm family is the tier of its first treated cell."""
+
+    treated: dict[str, int] = Field(min_length=1, description="cell -> +1 or -1")
+    control: dict[str, int] = Field(min_length=1, description="cell -> +1 or -1")
+
+
+class PowerSpec(Strict):
+    """How the freeze sizes its MDEs from the pilot's σ̂_d (§4, §5.1)."""
+
+    sigma_level: float = Field(default=SIGMA_LEVEL, gt=0, lt=1, description="one-sided level "
+                               "of the upper confidence bound of σ_d each MDE is computed from")
+    exchangeable: dict[str, list[str]] = Field(
+        default_factory=dict, description="outcome -> cells whose σ_d of that outcome the "
+        "design declares equal: their pilot σ̂_d are pooled (more degrees of freedom)")
 
 
 class Planning(Strict):
@@ -108,6 +132,10 @@ class DesignSpec(Strict):
         default_factory=dict, description="the paper's comparison tables, in the order it "
         "shows them: name -> title, caption, kind; a cell joins one with table: <name> "
         "(protocol/comparisons.py)")
+    interactions: dict[str, InteractionSpec] = Field(
+        default_factory=dict, description="label -> an interaction contrast counted once in "
+        "its tier's Holm family (E5: (leverage_25 - share_25) - (leverage_0 - share_0))")
+    power: PowerSpec = Field(default_factory=PowerSpec)
     cells: list[CellSpec]
 
     @model_validator(mode="after")
@@ -125,9 +153,10 @@ class DesignSpec(Strict):
             if unknown:
                 raise ValueError(f"{where}: {unknown[0]!r} is not an outcome with a pilot "
                                  f"σ̂_d (one of {', '.join(PRIMARY_OUTCOMES)})")
-        for y in self.smallest_effect:
+        for y in [*self.smallest_effect, *self.power.exchangeable]:
             if y not in PRIMARY_OUTCOMES:
-                raise ValueError(f"smallest_effect.{y}: not an outcome with a pilot σ̂_d "
+                key = "smallest_effect" if y in self.smallest_effect else "power.exchangeable"
+                raise ValueError(f"{key}.{y}: not an outcome with a pilot σ̂_d "
                                  f"(one of {', '.join(PRIMARY_OUTCOMES)})")
         return self
 
@@ -174,6 +203,7 @@ class Cell:
     equal_usd_of: str | None = None
     table: str | None = None  # the comparison table it is a row of
     compare_with: str | None = None  # as given: None is share_0 in its table
+    against: str | None = None  # its contrast's other cell as given: None is share_0
 
 
 @dataclass
@@ -196,6 +226,8 @@ class Design:
     sources: tuple[Path, ...] = ()  # the files its configs are built from: design, base, prices
     comparisons: tuple[Comparison, ...] = ()  # the paper's comparison tables it declares
     prompt_sets: dict[str, dict[str, str]] = field(default_factory=dict)  # its own persona sets
+    interactions: dict[str, InteractionSpec] = field(default_factory=dict)
+    power: PowerSpec = field(default_factory=PowerSpec)
     _configs: dict[tuple[str, bool, float | None], Config] = field(default_factory=dict,
                                                                    repr=False)
     # what later steps computed from the design, once per loaded design (the planning step's
@@ -225,6 +257,21 @@ class Design:
         """Tier label -> its primary outcomes (:meth:`primary`), for every tier of the
         design."""
         return {t: self.primary(t) for t in self.tiers}
+
+    @property
+    def against(self) -> dict[str, str | None]:
+        """Cell -> the cell its pre-registered contrast subtracts (None: a control, no contrast
+        of its own); ``analysis.estimands.tier_contrasts`` reads it."""
+        return {c.name: None if c.against == NO_CONTRAST else (c.against or CONTROL)
+                for c in self.cells.values()}
+
+    @property
+    def interaction_contrasts(self) -> tuple[Contrast, ...]:
+        """The declared interactions as contrasts (their family: the first treated cell's
+        tier)."""
+        return tuple(Contrast(name, label(self.cells[next(iter(i.treated))].tier),
+                              dict(i.treated), dict(i.control))
+                     for name, i in self.interactions.items())
 
     def cell(self, name: str) -> Cell:
         """The cell ``name``.
@@ -405,7 +452,8 @@ def load_design(path: str | Path, results: Path | str = ROOT) -> Design:
             raise ConfigError(f"{where}: empty seed list (give seeds, n_seeds or design seeds)")
         treatment = {"cell": c.name, **spec.treatment, **c.treatment}
         design.cells[c.name] = Cell(c.name, c.tier, seeds, c.overrides, treatment, c.unavailable,
-                                    c.equal_usd_of, c.table, c.compare_with)
+                                    c.equal_usd_of, c.table, c.compare_with, c.against)
+    design.interactions, design.power = spec.interactions, spec.power
     design.comparisons = declared(spec.tables, design.cells.values(), design.primary, str(path))
     check_design(design)
     return design
@@ -446,8 +494,21 @@ def check_design(design: Design) -> None:
             if key != "default" and key not in design.tiers:
                 raise ConfigError(f"{design.path}: primary_outcomes.{key}: not a tier of the "
                                   f"design ({', '.join(design.tiers)}, or default)")
+    named = {f"power.exchangeable.{y}": cells for y, cells in design.power.exchangeable.items()}
+    for name, i in design.interactions.items():
+        named[f"interactions.{name}"] = [*i.treated, *i.control]
+        if any(s not in (1, -1) for s in [*i.treated.values(), *i.control.values()]):
+            raise ConfigError(f"{design.path}: interactions.{name}: each cell's sign is 1 or -1")
+    for key, cells in named.items():
+        unknown = [c for c in cells if c not in design.cells]
+        if unknown:
+            raise ConfigError(f"{design.path}: {key}: {unknown[0]!r} is not a cell of the "
+                              f"design ({', '.join(design.cells)})")
     for c in design.cells.values():
         where = design.where(c.name)
+        if c.against not in (None, NO_CONTRAST, *design.cells) or c.against == c.name:
+            raise ConfigError(f"{where}: against {c.against!r}: name another cell of the "
+                              f"design, or 'none' for a control ({', '.join(design.cells)})")
         if tiers and c.tier not in tiers:
             raise ConfigError(f"{where}: tier {c.tier!r} has no budget (tiers: {', '.join(tiers)})")
         if c.unavailable:

@@ -83,13 +83,24 @@ def fingerprint(design: Design) -> dict[str, Any]:
             "prices": {m: table.price(m).model_dump(mode="json") for m in sorted(models)},
             "analysis": {"primary_outcomes": {t: list(v)
                                               for t, v in design.primary_by_tier.items()},
-                         "smallest_effect": dict(design.smallest_effect)}}
+                         "smallest_effect": dict(design.smallest_effect),
+                         "contrasts": {c: a for c, a in design.against.items()},
+                         "interactions": interactions(design),
+                         "power": design.power.model_dump(mode="json")}}
+
+
+def interactions(design: Design) -> list[dict[str, Any]]:
+    """The design's interaction contrasts as data: label, treated and control."""
+    return [{"label": i.label, "treated": dict(i.treated), "control": dict(i.control)}
+            for i in design.interaction_contrasts]
 
 
 def design_facts(design: Design) -> dict[str, Any]:
     """What the freeze records of a design: its base config hash, fingerprint, budgets, per
-    cell the tier, overrides, seeds, models, live decisions and planned USD (Run protocol §5.1),
-    each tier's Holm family (``estimability.families``) and the smallest effects of interest.
+    cell the tier, overrides, seeds, models, live decisions, planned USD and the cell its
+    contrast subtracts (``against``; None: a control) (Run protocol §5.1), the interactions,
+    each tier's Holm family (``estimability.families``), the power settings (``power``: the
+    σ_d bound's level, the exchangeable cells) and the smallest effects of interest.
     """
     cells = {}
     for p in plan_design(design):
@@ -98,11 +109,13 @@ def design_facts(design: Design) -> dict[str, Any]:
         c = design.cell(p.cell)
         cells[p.cell] = {"tier": p.tier, "overrides": c.overrides, "seeds": p.seeds,
                          "models": sorted(p.by_model), "live_decisions": p.decisions,
-                         "planned_usd": round(p.usd, 6)}
+                         "planned_usd": round(p.usd, 6), "against": design.against[p.cell]}
+    inter = interactions(design)
     return {"name": design.name, "path": str(design.path), "config_hash": base_config_hash(design),
             "fingerprint": fingerprint(design), "cells": cells,
             "budgets": dict(design.budget.tiers),
-            "families": families(cells, design.primary_by_tier),
+            "families": families(cells, design.primary_by_tier, inter),
+            "interactions": inter, "power": design.power.model_dump(mode="json"),
             "smallest_effect": dict(design.smallest_effect)}
 
 

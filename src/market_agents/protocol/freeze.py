@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from market_agents.analysis.outcomes import SENSITIVITY_BUBBLE_GAPS, SENSITIVITY_CRASH_DROPS
-from market_agents.analysis.stats import ALPHA, POWER
+from market_agents.analysis.stats import ALPHA, POWER, SIGMA_LEVEL
 from market_agents.core import sha256_file
 from market_agents.errors import MarketAgentsError
 from market_agents.layout import deviations_log, freeze_path, pilot_path
@@ -84,7 +84,8 @@ def build(
     Args:
         design: ``facts.design_facts`` (name, path, config_hash, fingerprint, cells {name:
             {tier, overrides, seeds, models, live_decisions}}, budgets {tier: usd}, families,
-            smallest_effect).
+            smallest_effect, power: the σ_d bound's level and exchangeable cells,
+            interactions).
         pilot: the pilot manifest (its ``sigma_d`` table).
         prices: the price table.
         thresholds: the outcome thresholds.
@@ -100,6 +101,7 @@ def build(
         raise FreezeError(f"config/prices.yaml has no price for {', '.join(missing)}: add it "
                           "before freezing")
     sigma_d = pilot.get("sigma_d")
+    power = {"sigma_level": SIGMA_LEVEL, "exchangeable": {}, **(design.get("power") or {})}
     if not sigma_d:
         raise FreezeError(f"{pilot_path()} has no sigma_d table: run "
                           "`.venv/bin/snakemake pilot` first")
@@ -118,10 +120,19 @@ def build(
         "tier_budget_usd": design["budgets"],
         "models": {m: table[m] for m in models},
         "families": design["families"],
-        "mde": (mde := estimability.mde_table(design["cells"], sigma_d, design["families"])),
+        "interactions": design.get("interactions", []),
+        "mde": (mde := estimability.mde_table(design["cells"], sigma_d, design["families"],
+                                              power, design.get("interactions", ()))),
         "mde_settings": {"alpha": ALPHA, "power": POWER,
                          "test": "two-sided paired t test, n - 1 df (noncentral t power); "
-                                 "primary outcomes at alpha / family size (Holm's first step)"},
+                                 "primary outcomes at alpha / family size (Holm's first step)",
+                         "sigma": f"mde: at the one-sided {power['sigma_level']:.0%} upper "
+                                  "confidence bound of sigma_d, sigma_hat * sqrt(df / "
+                                  "chi2_{1-level, df}) on the pilot's df (pairs - 1; summed "
+                                  "over cells pooled as exchangeable); mde_point: at "
+                                  "sigma_hat itself",
+                         "sigma_level": power["sigma_level"],
+                         "exchangeable": power.get("exchangeable", {})},
         "smallest_effect": design.get("smallest_effect", {}),
         "underpowered": estimability.underpowered(mde, design.get("smallest_effect", {})),
     }
