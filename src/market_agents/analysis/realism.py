@@ -226,7 +226,8 @@ def premium(price: np.ndarray, public: np.ndarray) -> float:
     ticks (equal-length 1-d arrays, currency units). A market whose traders see V^pub and
     nothing else has no reason to sit above it rather than below; a positive mean in most seeds
     is a premium the market's own rules put there (Miller 1977's short-sale constraint is the
-    classic one), and it is what an intervention that removes it would be credited with."""
+    classic one), and it is what an intervention that removes it would be credited with. Per
+    run it is the outcome ``premium_pub`` (``analysis/outcomes.py``)."""
     return float(np.mean(np.asarray(price, dtype=float) / public - 1.0))
 
 
