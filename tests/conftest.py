@@ -67,6 +67,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(skip)
 
 
+# Optional: a run without xdist (`-p no:xdist`, the opt-in marker tests' own pytest) has no
+# such hook, and pluggy refuses an unknown one.
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`pytest -n N` (xdist's default ``--dist load``), with one change: the tests of a module
     that builds something once for all its tests (a module- or session-scoped fixture: a
