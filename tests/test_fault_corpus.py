@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from tests.support import ROOT
@@ -21,6 +22,9 @@ def test_every_case_names_what_it_expects_once():
     assert {c["expect"] for c in cases} <= {"refused", "ok", "stopped"}
 
 
+# Starts an `ma` process per case: the longest test the quick subset had (it ran alone at
+# the end of a loaded `make test-quick` for several minutes), so it is slow and runs first.
+@pytest.mark.slow(120)
 def test_the_fault_corpus_counts_zero_of_everything(tmp_path):
     proc = subprocess.run([sys.executable, str(FAULTS / "run.py"), "--json",
                            str(tmp_path / "faults.json")], capture_output=True, text=True,
