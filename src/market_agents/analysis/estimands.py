@@ -87,9 +87,9 @@ def fired(table: pl.DataFrame) -> dict[str, dict[str, tuple[int, int]]]:
 
 def activity_by_seed(table: pl.DataFrame) -> dict[str, dict[str, dict[str, list[int]]]]:
     """Per cell and switched-on mechanism, the seeds where it acted and those where it never
-    did (``acted``, ``idle``): what a mechanism did on each seed, e.g. a breaker that halted on
-    seed 102 only (its estimand then rests on one seed; on the others the cell is its
-    reference)."""
+    did (``acted``, ``idle``; ``stats.activity_phrase`` says it in words): what a mechanism
+    did on each seed, e.g. a breaker that halted on seed 102 only (its estimand then rests on
+    one seed; on the others the cell is its reference)."""
     out: dict[str, dict[str, dict[str, list[int]]]] = {}
     if "mechanisms" not in table.columns:
         return out
@@ -100,9 +100,3 @@ def activity_by_seed(table: pl.DataFrame) -> dict[str, dict[str, dict[str, list[
             entry["idle" if m in idle else "acted"].append(int(row["seed"]))
     return out
 
-
-def activity_phrase(m: str, seeds: dict[str, list[int]]) -> str:
-    """``breaker acted on 1 of 3 seeds (102)`` (:func:`activity_by_seed`'s entry)."""
-    acted, n = seeds["acted"], len(seeds["acted"]) + len(seeds["idle"])
-    return (f"{m} acted on {len(acted)} of {n} seeds"
-            + (f" ({', '.join(map(str, acted))})" if acted and seeds["idle"] else ""))

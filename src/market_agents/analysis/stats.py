@@ -330,11 +330,19 @@ def caveat(sample: PairedSample, contrast: Contrast,
     idle_on = {m: [s for s in sample.seeds if m in (idle or {}).get(s, ())]
                for ms in (idle or {}).values() for m in ms}
     for m, seeds in idle_on.items():
-        acted = [s for s in sample.seeds if s not in seeds]
         if seeds:
-            parts.append(f"its {m} acted on {len(acted)} of {len(sample.seeds)} seeds"
-                         + (f" ({', '.join(map(str, acted))})" if acted else ""))
+            acted = [s for s in sample.seeds if s not in seeds]
+            parts.append("its " + activity_phrase(m, {"acted": acted, "idle": seeds}))
     return "; ".join(parts) or None
+
+
+def activity_phrase(m: str, seeds: Mapping[str, Sequence[int]]) -> str:
+    """``breaker acted on 1 of 3 seeds (102)``: what mechanism ``m`` did, from its seeds
+    ``acted`` and ``idle`` (``estimands.activity_by_seed``'s entry); the seeds it acted on
+    are named when it did not act on all."""
+    acted, n = seeds["acted"], len(seeds["acted"]) + len(seeds["idle"])
+    return (f"{m} acted on {len(acted)} of {n} seeds"
+            + (f" ({', '.join(map(str, acted))})" if acted and seeds["idle"] else ""))
 
 
 def mde(sigma_d: float | None, n: int, alpha: float = ALPHA, power: float = POWER,

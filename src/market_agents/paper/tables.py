@@ -11,12 +11,8 @@ from __future__ import annotations
 import polars as pl
 
 from market_agents import layout
-from market_agents.analysis.estimands import (
-    activity_by_seed,
-    activity_labels,
-    activity_phrase,
-    fired,
-)
+from market_agents.analysis.estimands import activity_by_seed, activity_labels, fired
+from market_agents.analysis.stats import activity_phrase
 from market_agents.paper.data import PaperData, Skip
 
 LIBRARY_CELL = "library_1000"

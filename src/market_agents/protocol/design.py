@@ -58,7 +58,7 @@ class CellSpec(Strict):
                               "tables:)")
     compare_with: str | None = Field(
         default=None, description="the cell it is compared with in its table, paired by seed "
-        "(default share_0); its tier's Holm family pairs it with share_0 all the same")
+        "(default share_0); its tier's Holm family pairs it with the cell `against` names")
     against: str | None = Field(
         default=None, pattern=NAME, description="the cell its pre-registered contrast "
         "subtracts in its tier's Holm family, paired by seed (default share_0): the cell it "

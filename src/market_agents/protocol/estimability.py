@@ -21,7 +21,6 @@ from market_agents.analysis import stats
 from market_agents.analysis.estimands import (
     CONTROL,
     activity_by_seed,
-    activity_phrase,
     fired,
     tier_contrasts,
 )
@@ -262,7 +261,7 @@ def movement(cells: Mapping[str, Mapping[str, Any]], fams: Mapping[str, Mapping[
              if (r["not_estimable"] or "").startswith(("never varied", "identical to"))]
     caveats = [f"{r['cell']} × {r['outcome']}: {r['caveat']}"
                for r in rows.iter_rows(named=True) if r["caveat"]]
-    activity = {cell: {m: {**seeds, "phrase": activity_phrase(m, seeds)}
+    activity = {cell: {m: {**seeds, "phrase": stats.activity_phrase(m, seeds)}
                        for m, seeds in ms.items()}
                 for cell, ms in activity_by_seed(confirmatory).items() if cell in cells}
     return {"never_moved": never, "caveats": caveats, "mechanism_activity": activity}
