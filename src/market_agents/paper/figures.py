@@ -17,6 +17,7 @@ from market_agents import layout
 from market_agents.analysis.figures import _pyplot
 from market_agents.analysis.stats import PAPER_OUTCOMES
 from market_agents.paper.data import PaperData, Skip
+from market_agents.paper.tables import replayed
 
 # The tier whose paid answers build the decision library (rules/library.smk); the gate of the
 # tier after it waits for the library.
@@ -59,8 +60,7 @@ def dose_response(table: pl.DataFrame | Skip, mock_note: str | None, title: str)
         return table
     every = table["outcome"].unique(maintain_order=True).to_list()
     # an outcome whose paired differences are 0 at every phi, with no interval, never moved
-    flat = [y for y in every if table.filter(pl.col("outcome") == y).select(
-        (pl.col("diff").fill_null(0) == 0).all() & pl.col("t_low").is_null().all()).item()]
+    flat = _never_moved(table, every)
     outcomes = [y for y in every if y not in flat]
     if not outcomes:
         return Skip("no outcome moved at any phi (" + ", ".join(flat) + ")")
@@ -94,6 +94,13 @@ def dose_response(table: pl.DataFrame | Skip, mock_note: str | None, title: str)
     _title(fig, title + " (bars: 95 % t interval; band: bootstrap)" + _not_shown(flat),
            mock_note)
     return fig
+
+
+def _never_moved(estimates: pl.DataFrame, outcomes: Sequence[str]) -> list[str]:
+    """The ``outcomes`` whose every paired difference in ``estimates`` (rows of
+    ``stats.estimates``) is 0 or missing, with no interval: no panel for them."""
+    return [y for y in outcomes if estimates.filter(pl.col("outcome") == y).select(
+        (pl.col("diff").fill_null(0) == 0).all() & pl.col("t_low").is_null().all()).item()]
 
 
 def _not_shown(flat: Sequence[str]) -> str:
@@ -173,8 +180,7 @@ def forest(compared: Sequence[tuple[str, pl.DataFrame | Skip]], mock_note: str |
             .with_columns((pl.col("pair") + pl.col("tag")).alias("row")))
     labels = rows["row"].unique(maintain_order=True).to_list()
     every = [y for y in PAPER_OUTCOMES if y in rows["outcome"].to_list()]
-    flat = [y for y in every if rows.filter(pl.col("outcome") == y).select(
-        (pl.col("diff") == 0).all() & pl.col("t_low").is_null().all()).item()]
+    flat = _never_moved(rows, every)
     shown = [y for y in every if y not in flat]
     if not shown:
         return Skip("no outcome moved in any contrast (" + ", ".join(flat) + ")")
@@ -220,7 +226,7 @@ def library_support(data: PaperData, mock_note: str | None, title: str):
     Returns:
         A matplotlib Figure, or a :class:`Skip` without per-decision distances.
     """
-    nn, ref = data.library_nn, data.library_reference
+    nn, ref = replayed(data), data.library_reference
     if nn.is_empty() or not ref:
         return Skip("no per-decision library distances (a frozen-library run made before "
                     "they were saved, or no library_1000 cell)")

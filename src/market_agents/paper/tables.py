@@ -16,6 +16,21 @@ from market_agents.analysis.stats import activity_phrase
 from market_agents.paper.data import PaperData, Skip
 
 LIBRARY_CELL = "library_1000"
+OUT_OF_SUPPORT = "OUT-OF-SUPPORT: reported, not evidence"  # §5.4: median > the N = 100 p90
+
+
+def _verdict(when_null: pl.Expr | None = None) -> pl.Expr:
+    """The verdict column of an ``out_of_support`` column (null rows: ``when_null``)."""
+    expr = pl.when(pl.col("out_of_support")).then(pl.lit(OUT_OF_SUPPORT))
+    if when_null is not None:
+        expr = expr.when(pl.col("out_of_support").is_null()).then(when_null)
+    return expr.otherwise(pl.lit("in support")).alias("verdict")
+
+
+def replayed(data: PaperData) -> pl.DataFrame:
+    """Every replayed decision's standardized nearest-neighbour distance in the N = 1,000
+    library cell (seed, distance): what the table and the figure of §5.4 both read."""
+    return data.library_nn.filter(pl.col("cell") == LIBRARY_CELL)
 
 
 def mechanism_activity(data: PaperData) -> pl.DataFrame | Skip:
@@ -87,9 +102,7 @@ def library(data: PaperData) -> pl.DataFrame | Skip:
     arm = pl.DataFrame({"seed": ["arm (median of seed medians)"], "nn_median": [median],
                         "nn_p90": [float(lib["nn_p90"].median())], "loo_nn_p90": [p90],
                         "out_of_support": [median > p90]})
-    return pl.concat([lib, arm], how="vertical_relaxed").with_columns(
-        pl.when(pl.col("out_of_support")).then(pl.lit("OUT-OF-SUPPORT: reported, not evidence"))
-        .otherwise(pl.lit("in support")).alias("verdict"))
+    return pl.concat([lib, arm], how="vertical_relaxed").with_columns(_verdict())
 
 
 QUANTILES = (10, 25, 50, 75, 90)
@@ -106,7 +119,7 @@ def library_distribution(data: PaperData) -> pl.DataFrame:
     rows = [{"sample": "N = 100: the library's recorded states (leave-one-out)",
              "decisions": None, **{f"p{q}": ref[q] for q in QUANTILES},
              "out_of_support": None}]
-    nn = data.library_nn.filter(pl.col("cell") == LIBRARY_CELL)
+    nn = replayed(data)
 
     def row(label: str, d: pl.Series) -> dict:
         q = {f"p{k}": float(d.quantile(k / 100, "linear")) for k in QUANTILES}
@@ -116,10 +129,7 @@ def library_distribution(data: PaperData) -> pl.DataFrame:
         rows.append(row(f"N = 1,000: seed {seed}", nn.filter(pl.col("seed") == seed)["distance"]))
     rows.append(row("N = 1,000: the arm (every replayed decision)", nn["distance"]))
     return pl.DataFrame(rows, infer_schema_length=None).with_columns(
-        pl.when(pl.col("out_of_support")).then(pl.lit("OUT-OF-SUPPORT: reported, not evidence"))
-        .when(pl.col("out_of_support").is_null()).then(pl.lit("the reference: its p90 is the "
-                                                               "threshold"))
-        .otherwise(pl.lit("in support")).alias("verdict"))
+        _verdict(pl.lit("the reference: its p90 is the threshold")))
 
 
 def control_sd(data: PaperData) -> pl.DataFrame | Skip:
