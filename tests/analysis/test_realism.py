@@ -145,8 +145,13 @@ def test_the_report_judges_each_target_at_its_horizon_and_names_the_misses():
     assert good["checks"]["raw_abs_acf_50"]["ok"] is None  # a long-horizon fact on 600 ticks
     # i.i.d. returns do not cluster: the short-lag clustering target is missed and named
     assert "raw_abs_acf_1_10" in stylized.misses(good)
-    # a path without V^pub (PAMS's) is not judged on what needs it
-    assert good["checks"]["premium"]["judged"] is False
+    # a path without V^pub or trader types (PAMS's) is not judged on what needs them ...
+    for name in ("premium", "value_null_excess", "public_longest_mispricing", "holdings_min"):
+        assert good["checks"][name]["judged"] is False and good["checks"][name]["value"] is None
+    # ... but a measure that is NaN (a price that never moves has no tail) is still a miss
+    flat = np.full(600, 100.0)
+    still = stylized.report([stylized.run_facts(flat, flat, np.ones(600), 0, [])] * 3, 600)
+    assert "hill_tail_index" in stylized.misses(still)
     assert "ljung_box_reject_share" not in stylized.misses(good)
     bad = stylized.report([_row(rng, ar=0.3) for _ in range(20)], ticks=600)
     assert {"ljung_box_reject_share", "acf_within_band"} <= set(stylized.misses(bad))

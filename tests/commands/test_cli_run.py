@@ -106,6 +106,18 @@ def test_validate_prints_the_realism_report_and_writes_its_figures(baseline_path
     assert "--out" in capsys.readouterr().err
 
 
+def test_validate_prints_a_target_a_column_cannot_measure_as_a_dash(capsys):
+    # PAMS's column has no V^pub and no trader types: its premium is None, not judged
+    import argparse
+
+    from market_agents.commands.validate import _print_table
+
+    check = {"value": None, "ok": None, "judged": False, "text": "t"}
+    _print_table(argparse.Namespace(config="c.yaml", design=None), 600,
+                 {"PAMS CI2002": {"values": {"x": 1.0}, "checks": {"premium": check}}})
+    assert re.search(r"premium\s+- n/a", capsys.readouterr().out)
+
+
 def test_validate_simulates_a_designs_base_with_its_shocks(capsys, tmp_path):
     # Issue 35: the confirmatory base is config/baseline.yaml with the design's overrides
     # (jump_prob 1.0, the shock at 300, the placebo at 450), named once, in the design.

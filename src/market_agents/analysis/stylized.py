@@ -36,7 +36,6 @@ mid did not move is a zero return: regular sampling, as the tests assume).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -310,8 +309,13 @@ def report(rows: list[dict[str, Any]], ticks: int) -> dict[str, Any]:
                 r["value_null_mispricing"]["share_beyond"] for r in rows))}
            if all("news_variance_share" in r for r in rows) else {}),
     }
-    nan = float("nan")
-    lowest = min((values[f"holdings_lowest_{k}"] for k in owners), default=nan)
+    lowest = min((values[f"holdings_lowest_{k}"] for k in owners), default=None)
+
+    def at_most(key: str, bound: float) -> tuple[float | None, bool]:
+        # None: the market has no measure of it (PAMS's run has no V^pub), so not judged
+        value = values.get(key)
+        return value, value is not None and value <= bound
+
     results = {
         "ljung_box_reject_share": (values["ljung_box_reject_share"],
                                    values["ljung_box_reject_share"] <= 0.10),
@@ -326,22 +330,20 @@ def report(rows: list[dict[str, Any]], ticks: int) -> dict[str, Any]:
         "raw_abs_acf_20_100": (values["raw_abs_acf_20_100"],
                                values["raw_abs_acf_20_100"] >= 0.02),
         "excess_kurtosis_20": (values["excess_kurtosis_20"], values["excess_kurtosis_20"] > 1),
-        "premium": (values.get("premium_mean", nan),
-                    abs(values.get("premium_mean", nan)) <= PREMIUM_MAX
-                    and values.get("premium_positive_share", nan) <= PREMIUM_POSITIVE),
-        "public_longest_mispricing": (values.get("public_longest_mispricing_worst", nan),
-                                      values.get("public_longest_mispricing_worst", nan)
-                                      <= PUBLIC_EPISODE_MAX),
-        "value_null_excess": (values.get("value_null_excess_worst", nan),
-                              values.get("value_null_excess_worst", nan) <= VALUE_NULL_EXCESS),
-        "holdings_min": (lowest, lowest >= HOLDING_MIN),
+        "premium": (values.get("premium_mean"), "premium_mean" in values
+                    and abs(values["premium_mean"]) <= PREMIUM_MAX
+                    and values["premium_positive_share"] <= PREMIUM_POSITIVE),
+        "public_longest_mispricing": at_most("public_longest_mispricing_worst",
+                                             PUBLIC_EPISODE_MAX),
+        "value_null_excess": at_most("value_null_excess_worst", VALUE_NULL_EXCESS),
+        "holdings_min": (lowest, lowest is not None and lowest >= HOLDING_MIN),
     }
     checks = {}
     for t in TARGETS:
         value, ok = results[t.name]
-        # Not judged where the market has no measure of it: PAMS's trade log names no trader
-        # types and its run has no V^pub.
-        on = judged(t, ticks) and not math.isnan(value)
+        # Not judged where the market has no measure of it (value None): PAMS's trade log
+        # names no trader types and its run has no V^pub.
+        on = judged(t, ticks) and value is not None
         checks[t.name] = {"value": value, "ok": bool(ok) if on else None, "judged": on,
                           "text": t.text}
     return {"values": values, "checks": checks}

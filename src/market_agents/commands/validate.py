@@ -253,7 +253,7 @@ def _print_table(args: argparse.Namespace, ticks: int, summaries: dict[str, Any]
         for s in summaries.values():
             c = s["checks"][name]
             mark = "n/a" if c["ok"] is None else "ok" if c["ok"] else "MISS"
-            cells.append(f"{c['value']:.3g} {mark}")
+            cells.append(f"{'-' if c['value'] is None else format(c['value'], '.3g')} {mark}")
         print(f"{name:<32}" + "".join(f"{c:>{width}}" for c in cells))
     print()
     for name, c in summaries[labels[0]]["checks"].items():
