@@ -60,6 +60,8 @@ def _installed() -> tuple[EntryPoint, ...]:
     seen: set[str] = set()
     found: list[EntryPoint] = []
     for folder in sys.path:
+        if not isinstance(folder, str):
+            return _stdlib()
         try:
             children = os.listdir(folder or ".")
         except OSError:
