@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import os
 import signal
@@ -79,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     """The ``ma`` command: parse ``argv`` and run one subcommand.
 
     Args:
-        argv: the arguments after ``ma`` (default ``sys.argv[1:]``).
+        argv: the arguments after ``ma``; None: the process's own (``sys.argv[1:]``), and
+            then what start-up built is frozen out of the garbage collector (``gc.freeze``).
 
     Returns:
         The subcommand's exit code; 2 for a :class:`MarketAgentsError`, an ``OSError``, a
@@ -88,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         traceback; 130 on Ctrl-C, 143 on
         SIGTERM (one line each; the same command resumes).
     """
+    own_process = argv is None
     argv = sys.argv[1:] if argv is None else argv
     # pydantic looks for its own plug-ins (observers of validation, none of which the instrument
     # uses) by scanning every installed distribution's metadata when the first model is built:
@@ -105,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     parser = build_parser(command)
     args = parser.parse_args(argv)
+    if own_process:
+        # What start-up built (modules, classes, the config models) lives as long as the
+        # process: frozen, the garbage collector no longer walks it at every full collection,
+        # nor at exit (5 % of a short `ma run`'s CPU). Not in-process callers' objects.
+        gc.freeze()
     try:
         with sigterm_as_interrupt():
             return int(args.func(args) or 0)

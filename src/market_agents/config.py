@@ -286,7 +286,9 @@ class Config(Strict):
     fundamentals: FundamentalsConfig = Field(default_factory=FundamentalsConfig)
     exchange: ExchangeConfig = Field(default_factory=ExchangeConfig)
     population: PopulationConfig = Field(default_factory=PopulationConfig)
-    shocks: list[Shock] = Field(default_factory=list)
+    # a lambda, not `list`: pydantic reads a factory's signature, and inspect reads `list`'s
+    # from its text, compiling tokenize's patterns (3 ms of every `ma` process)
+    shocks: list[Shock] = Field(default_factory=lambda: [])
     treatment: dict[str, str | float | int | bool] = Field(
         default_factory=dict, description="labels carried into outcomes (no effect on dynamics)"
     )

@@ -1,5 +1,6 @@
 """`ma run` and `ma validate` from the command line: outputs, and one clear error on bad input."""
 
+import gc
 import json
 import re
 import subprocess
@@ -27,6 +28,23 @@ def test_ma_run_writes_a_complete_run_dir(tmp_path, baseline_path):
         assert key in manifest
     assert manifest["final_conservation_ok"] is True
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp dir left
+
+
+def test_only_its_own_process_freezes_what_start_up_built(tmp_path, baseline_path):
+    """`ma` as a program (argv None) freezes its start-up's objects out of the garbage
+    collector; a caller passing argv keeps its collector as it was."""
+    frozen = gc.get_freeze_count()
+    assert main(["run", str(baseline_path), "--seed", "1", "--out", str(tmp_path / "in"),
+                 "--set", "simulation.ticks=10", "--set", "simulation.burn_in=0", "--quiet"]) == 0
+    assert gc.get_freeze_count() == frozen and gc.isenabled()
+    code = ("import gc, sys; from market_agents.cli import main; c = main(); "
+            "print(gc.get_freeze_count() > 0, gc.isenabled()); sys.exit(c)")
+    proc = subprocess.run([sys.executable, "-c", code, "run", str(baseline_path), "--seed", "1",
+                           "--out", str(tmp_path / "own"), "--set", "simulation.ticks=10",
+                           "--set", "simulation.burn_in=0", "--quiet"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "True"]
 
 
 @pytest.mark.parametrize(

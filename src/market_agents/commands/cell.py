@@ -114,7 +114,10 @@ def main(args: argparse.Namespace) -> int:
         if not writable:
             raise ConfigError(f"--runs-file {args.runs_file}: not a file that can be written "
                               "(a directory, or its folder cannot be made or written)")
-    guard = build_guard(args.results, args.deviation, anchor=args.design)
+    # only a live cell's runs are guarded (steps.simulate): a free cell's job need not load the
+    # guards' caps, ledger and workflow config (a tenth of a workflow job's start-up)
+    live = not args.mock and design.is_live(args.cell)
+    guard = build_guard(args.results, args.deviation, anchor=args.design) if live else None
     paid = PaidRuns(design, args.mock, args.results)  # read once, for every seed
     for seed in args.seed:
         path = run_dir(design.name, args.cell, seed, args.mock, args.results)

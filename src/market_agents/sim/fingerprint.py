@@ -40,6 +40,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from market_agents.plugins import MECHANISMS, TRADERS
@@ -80,13 +82,26 @@ def engine_files(root: Path = PACKAGE_ROOT) -> list[str]:
         if entry.endswith("/"):
             if not path.is_dir():
                 raise FileNotFoundError(f"{path}: a folder of the code fingerprint is missing")
-            out += [f.relative_to(root).as_posix() for f in path.rglob("*")
-                    if f.suffix in SUFFIXES and f.is_file() and "__pycache__" not in f.parts]
+            out += [f"{entry.rstrip('/')}/{rel}" for rel in _files_under(path)]
         else:
             if not path.is_file():
                 raise FileNotFoundError(f"{path}: a file of the code fingerprint is missing")
             out.append(entry)
     return sorted(out)
+
+
+def _files_under(folder: Path, prefix: str = "") -> Iterator[str]:
+    """The files of :data:`SUFFIXES` under ``folder`` and below, relative to it, as
+    ``Path.rglob("*")`` with ``is_file()`` finds them (a linked folder is not entered), but
+    without a ``Path`` per entry (5 ms of every process that writes a run); bytecode caches are
+    skipped."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name != "__pycache__":
+                    yield from _files_under(Path(entry.path), f"{prefix}{entry.name}/")
+            elif os.path.splitext(entry.name)[1] in SUFFIXES and entry.is_file():
+                yield prefix + entry.name
 
 
 @functools.cache
