@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,15 @@ from market_agents.sim.rundir import LLM_ACTIVITY
 
 COHORT_SIZE = 5
 
+
+
+@functools.lru_cache(maxsize=1024)
+def _schema_json(n_assets: int, band: tuple[float, float]) -> str:
+    """``schema.decision_schema(n_assets, band)`` as JSON text, built once per (n_assets, band):
+    pydantic builds the model's JSON schema anew on every call (~2 ms, half of a mock LLM
+    run's CPU when it was built per request), and the band changes only when the mid crosses
+    a whole unit. Each request gets its own dict from the text, so none can change another's."""
+    return json.dumps(schema.decision_schema(n_assets, band))
 
 class ReplayMismatch(MarketAgentsError):
     """A decision's stored answer differs from the one the run being reproduced used."""
@@ -281,7 +291,7 @@ class LLMTraderPool:
             provider=a["kind"],
             model=a["model"],
             messages=messages,
-            json_schema=schema.decision_schema(self.n_assets, band),
+            json_schema=json.loads(_schema_json(self.n_assets, band)),
             structured_output=self.llm.structured_output(a["route"]),
             schema_name=schema.SCHEMA_NAME,
             prompt_id=prompting.prompt_id(self.llm.prompt_set, a["persona"],

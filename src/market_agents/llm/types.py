@@ -7,7 +7,7 @@ canonical JSON (minus transport settings) is the cache key.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from market_agents.core import canonical_json
@@ -53,17 +53,24 @@ class LLMRequest:
         """The request as it is keyed: every field that can change the answer (transport
         settings such as the timeout and route, and the identity record, left out).
         """
-        data = asdict(self)
-        for transport in ("timeout_s", "route", "identity"):
-            data.pop(transport)
+        # A shallow copy, not asdict: asdict deep-copies the schema and every message, 8 times
+        # a request (each key() call), which was most of a mock LLM run's CPU. Callers change
+        # only the top level of the dict they get.
+        data = {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in ("timeout_s", "route", "identity")}
         if data["structured_output"] is None:  # free-text requests keep their earlier keys
             data.pop("structured_output")
         data["messages"] = [[m.role, m.content] for m in self.messages]
         return data
 
     def key(self) -> str:
-        """The cache key: SHA-256 (hex) of the canonical JSON of :meth:`key_payload`."""
-        return hashlib.sha256(canonical_json(self.key_payload()).encode()).hexdigest()
+        """The cache key: SHA-256 (hex) of the canonical JSON of :meth:`key_payload`, computed
+        once per request (a request is not changed once made)."""
+        key = self.__dict__.get("_key")
+        if key is None:
+            key = hashlib.sha256(canonical_json(self.key_payload()).encode()).hexdigest()
+            object.__setattr__(self, "_key", key)  # a memo, not a field: eq and repr ignore it
+        return key
 
     def input_token_bound(self) -> int:
         """An upper bound on the input tokens this request can be billed: the UTF-8 bytes of
