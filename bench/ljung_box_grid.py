@@ -17,8 +17,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from market_agents.analysis import realism  # noqa: E402
 from tests.analysis.test_realism import _garch_paths  # noqa: E402
+
+from market_agents.analysis import realism  # noqa: E402
 
 
 def main() -> None:
