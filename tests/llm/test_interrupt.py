@@ -55,6 +55,16 @@ def _requests(n):
             for i in range(n)]
 
 
+@pytest.fixture(autouse=True)
+def _sigint_raises_keyboard_interrupt():
+    """These tests interrupt themselves with SIGINT: Python's own handler must be the one
+    installed. A process started with SIGINT ignored (a background job of a non-interactive
+    shell: `make test &`) keeps it ignored, and the self-interrupting tests waited forever."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _when(cond, then):
     """In a helper thread: once ``cond()`` holds, call ``then()``."""
 
