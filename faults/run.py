@@ -15,6 +15,7 @@ local fake provider server with a fault, and is judged by what it leaves:
 
     .venv/bin/python faults/run.py              # every case; exit 1 if any count is not 0
     .venv/bin/python faults/run.py --only out-  # the cases whose name starts with out-
+    .venv/bin/python faults/run.py --workers 4  # four cases at once
 
 The corpus is kept apart from the test suite (tests/test_fault_corpus.py runs it whole as one
 test): its cases are the ones issue 33's findings came from, and more of their kind.
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -208,18 +210,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default="", help="only the cases whose name starts with this")
     p.add_argument("--json", type=Path, default=None, help="write every case's counts here")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per case")
+    p.add_argument("--workers", type=int, default=1,
+                   help="cases at once (each has its own project and server; most of a case "
+                        "is waiting on its server's latency, hangs and retries)")
     args = p.parse_args(argv)
     cases = [c for c in yaml.safe_load(args.cases.read_text())
              if c["name"].startswith(args.only)]
     rows = []
-    for i, case in enumerate(cases, 1):
-        row = run_case(case, args.timeout)
-        rows.append(row)
-        bad = [k for k in (*COUNTS, "secret") if row[k]]
-        print(f"[{i:>3}/{len(cases)}] {'FAIL' if bad else 'ok  '} {row['name']:<34} "
-              f"exit {row['exit']} requests {row['requests']:>2} answered {row['answered']:>2} "
-              f"recorded {row['recorded']:>2} {row['seconds']:>5.1f} s"
-              + (f"  <- {', '.join(bad)}: {row['line']}" if bad else ""), flush=True)
+    with ThreadPoolExecutor(max(1, args.workers)) as pool:  # map: printed in the cases' order
+        done = pool.map(lambda case: run_case(case, args.timeout), cases)
+        for i, row in enumerate(done, 1):
+            rows.append(row)
+            bad = [k for k in (*COUNTS, "secret") if row[k]]
+            print(f"[{i:>3}/{len(cases)}] {'FAIL' if bad else 'ok  '} {row['name']:<34} "
+                  f"exit {row['exit']} requests {row['requests']:>2} answered "
+                  f"{row['answered']:>2} recorded {row['recorded']:>2} {row['seconds']:>5.1f} s"
+                  + (f"  <- {', '.join(bad)}: {row['line']}" if bad else ""), flush=True)
     totals = {k: sum(r[k] for r in rows) for k in (*COUNTS, "secret")}
     print(f"{len(rows)} cases: " + ", ".join(f"{v} {k}" for k, v in totals.items()))
     if args.json:

@@ -24,9 +24,10 @@ def test_every_case_names_what_it_expects_once():
 
 # Starts an `ma` process per case: the longest test the quick subset had (it ran alone at
 # the end of a loaded `make test-quick` for several minutes), so it is slow and runs first.
+# Four cases at once: most of a case is waiting on its fake server (latency, hangs, retries).
 @pytest.mark.slow(120)
 def test_the_fault_corpus_counts_zero_of_everything(tmp_path):
-    proc = subprocess.run([sys.executable, str(FAULTS / "run.py"), "--json",
+    proc = subprocess.run([sys.executable, str(FAULTS / "run.py"), "--workers", "4", "--json",
                            str(tmp_path / "faults.json")], capture_output=True, text=True,
                           timeout=1500)
     last = proc.stdout.strip().splitlines()[-1]
