@@ -78,8 +78,12 @@ evaluate: setup  ## metrics, evaluation and provenance of RUN_ID (make run RUN_I
 # session rewrote all of them again, in each worker (about 10 of a worker's 20 CPU s of
 # collection). The tests' runs write the package's bytecode too, which setup compiles anyway.
 # tests/conftest.py schedules the longest tests first, so no worker is left alone with them, and
-# a module's tests that share a fixture built once on one worker.
-PYTEST := PYTHONDONTWRITEBYTECODE= $(VENV)/pytest -n $(WORKERS)
+# a module's tests that share a fixture built once on one worker. Twice as many workers as
+# CI's 2 cores: much of a test is waiting (on Snakemake and ma processes, fake servers' latency,
+# processes killed at random moments, a dead server's retries), and with 2 workers the 2 cores
+# were busy 79 % of the time (bench/README.md, The suite).
+TEST_WORKERS ?= 4
+PYTEST := PYTHONDONTWRITEBYTECODE= $(VENV)/pytest -n $(TEST_WORKERS)
 test: setup  ## the whole test suite (CI runs exactly this: .ci/run)
 	$(PYTEST)
 
