@@ -483,8 +483,11 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
                     api.open_connections -= 1
                     api.arrived.notify_all()
 
-        def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None
-                  ) -> bool:
+        def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None,
+                  billed: bool = False) -> bool:
+            """Write one response; False when the client hung up first. ``billed``: count it
+            in ``answered``."""
+            counted = False
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -492,10 +495,22 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
                 self.end_headers()
+                counted = billed and self._count(+1)
                 self.wfile.write(payload)
                 self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
+                if counted:
+                    self._count(-1)
                 return False
+            return True
+
+        @staticmethod
+        def _count(step: int) -> bool:
+            """Count an answer before its last bytes go out (undone when they cannot): counted
+            after, a client that had read the whole body could look at ``answered`` first and
+            miss it (seen on a loaded machine)."""
+            with api.lock:
+                api.answered += step
             return True
 
         def _reset(self) -> None:
@@ -534,10 +549,9 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
             elif fault in STATUS:
                 self._fault(path, fault)
             elif fault in ("badjson", "raw"):  # a body cut short, or the test's own body
-                if self._send(200, api.raw_body if fault == "raw"
-                              else b'{"id": "resp_fake", "output": ['):
-                    with api.lock:
-                        api.answered += 1  # billed: the provider answered, whatever the shape
+                # billed: the provider answered, whatever the shape
+                self._send(200, api.raw_body if fault == "raw"
+                           else b'{"id": "resp_fake", "output": [', billed=True)
             elif fault in ERROR_200:  # a gateway's error under HTTP 200
                 status = ERROR_200[fault]
                 self._send(200, json.dumps(_error_body(path, status, FAULT_MESSAGES[str(status)]
@@ -601,11 +615,10 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
                 answer[{"/responses": "output", "/messages": "content"}.get(
                     path[path.rfind("/"):], "choices")] = None
             payload = json.dumps(answer).encode()
-            sent = (self._trickle(payload) if fault == "trickle"
-                    else self._send(200, payload))
-            if sent:
-                with api.lock:
-                    api.answered += 1
+            if fault == "trickle":
+                self._trickle(payload)
+            else:
+                self._send(200, payload, billed=True)
 
         def _trickle(self, payload: bytes) -> bool:
             """A 200 whose body comes TRICKLE_CHUNK bytes every ``trickle_s`` seconds, padded
@@ -613,6 +626,7 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
             long, the whole body does. False when the client hung up first."""
             chunks = max(1, round(api.hang_s / api.trickle_s))
             payload = payload.ljust(chunks * TRICKLE_CHUNK)
+            counted = False
             try:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -620,10 +634,14 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
                 self.end_headers()
                 self.wfile.flush()
                 for i in range(0, len(payload), TRICKLE_CHUNK):
+                    if i + TRICKLE_CHUNK >= len(payload):  # the last chunk: billed (_count)
+                        counted = self._count(+1)
                     self.wfile.write(payload[i:i + TRICKLE_CHUNK])
                     self.wfile.flush()
                     time.sleep(api.trickle_s)
             except (BrokenPipeError, ConnectionResetError):
+                if counted:
+                    self._count(-1)
                 self.close_connection = True
                 with api.lock:
                     api.dropped += 1
