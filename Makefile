@@ -82,13 +82,15 @@ evaluate: setup  ## metrics, evaluation and provenance of RUN_ID (make run RUN_I
 # CI's 2 cores: much of a test is waiting (on Snakemake and ma processes, fake servers' latency,
 # processes killed at random moments, a dead server's retries), and with 2 workers the 2 cores
 # were busy 79 % of the time (bench/README.md, The suite).
+# The quick subset leaves the waiting tests out and keeps the cores busy with 2 workers (each
+# worker collects the whole suite again, ~9 CPU s).
 TEST_WORKERS ?= 4
-PYTEST := PYTHONDONTWRITEBYTECODE= $(VENV)/pytest -n $(TEST_WORKERS)
+PYTEST := PYTHONDONTWRITEBYTECODE= $(VENV)/pytest
 test: setup  ## the whole test suite (CI runs exactly this: .ci/run)
-	$(PYTEST)
+	$(PYTEST) -n $(TEST_WORKERS)
 
 test-quick: setup  ## a quick subset while developing (under 2 minutes): no test marked slow
-	$(PYTEST) -m "not slow"
+	$(PYTEST) -n $(WORKERS) -m "not slow"
 
 # Opt-in: the workflow on a one-node SLURM cluster on this machine (docs/cluster.md).
 # Needs root; installs Debian's slurmctld, slurmd, slurm-client and munge when missing.

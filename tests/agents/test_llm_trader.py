@@ -165,6 +165,7 @@ def test_decision_cap_and_budget_halt_mean_hold():
     p.close()
 
 
+@pytest.mark.slow(6)  # CPU s on 2 cores: out of the quick subset
 def test_frozen_library_replays_recorded_decisions_at_a_larger_n(tmp_path):
     from market_agents.llm.library import DecisionLibrary
 
@@ -208,6 +209,7 @@ def _same(a, b, name):
     return filecmp.cmp(a / f"{name}.parquet", b / f"{name}.parquet", shallow=False)
 
 
+@pytest.mark.slow(6)  # CPU s on 2 cores: out of the quick subset
 def test_mock_run_at_25_percent_and_replay_from_cache(tmp_path):
     config = cfg()
     cache = tmp_path / "cache.sqlite"
@@ -232,6 +234,7 @@ def test_mock_run_at_25_percent_and_replay_from_cache(tmp_path):
     assert all(_same(replay, again, name) for name in PARQUETS)
 
 
+@pytest.mark.slow(4)  # CPU s on 2 cores: out of the quick subset
 def test_live_run_against_a_shuffling_server_replays_exactly(tmp_path, monkeypatch):
     config = Config.model_validate({
         "simulation": {"ticks": 150},

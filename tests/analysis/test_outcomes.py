@@ -300,6 +300,7 @@ def test_decision_cap_holds_are_counted(tmp_path):
 @given(n_ticks=st.integers(1, 60), n_assets=st.sampled_from([1, 2]),
        burn_in=st.integers(0, 60), seed=st.integers(0, 2**16), flat=st.booleans(),
        shock=st.integers(0, 70))
+@pytest.mark.slow(3)  # CPU s on 2 cores: out of the quick subset
 def test_outcomes_on_runs_of_1_to_60_ticks_never_raise(n_ticks, n_assets, burn_in, seed, flat,
                                                        shock):
     import contextlib

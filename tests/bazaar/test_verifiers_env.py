@@ -39,6 +39,7 @@ def evaluation():
     return env, out["outputs"], requests
 
 
+@pytest.mark.slow(5)  # CPU s on 2 cores: out of the quick subset
 def test_load_environment_is_a_multiturn_env_with_train_and_eval_splits():
     env = load_environment(tier="maker_micro", num_train_examples=4, num_eval_examples=2)
     assert isinstance(env, vf.MultiTurnEnv)
@@ -76,6 +77,7 @@ def test_unknown_tier_is_a_config_error():
         load_environment(tier="mega")
 
 
+@pytest.mark.slow(18)  # CPU s on 2 cores: out of the quick subset
 def test_vf_eval_bazaar_against_a_local_openai_compatible_server(tmp_path):
     """The README command, for real: the vf-eval CLI imports the environment id ``bazaar``
     (src/bazaar, in its env-server workers too) and plays against a server on 127.0.0.1. It
@@ -169,6 +171,9 @@ def test_think_blocks_are_stripped_in_verifiers_rollouts():
         assert rep["trades"] == 0 and o["metrics"]["format_bonus"] == 0.0
 
 
+# ~18 CPU s, ~60-80 s of wall: vf-eval's client retries a dead server 10 times with
+# backoff; marked by its wall time, so it starts early and its waiting overlaps other tests
+@pytest.mark.slow(70)
 def test_vf_eval_with_no_server_reports_zero_reward(tmp_path):
     """The issue's command with nothing listening: every rollout errored, reward 0 (vf-eval's
     own exit status is vf-eval's; the saved rewards are this adapter's)."""

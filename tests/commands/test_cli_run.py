@@ -98,6 +98,7 @@ def test_interrupted_run_leaves_nothing_that_looks_complete(tmp_path, baseline_p
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow(6)  # CPU s on 2 cores: out of the quick subset
 def test_validate_prints_the_realism_report_and_writes_its_figures(baseline_path, capsys,
                                                                     tmp_path):
     out_dir = tmp_path / "report"
@@ -136,6 +137,7 @@ def test_validate_prints_a_target_a_column_cannot_measure_as_a_dash(capsys):
     assert re.search(r"premium\s+- n/a", capsys.readouterr().out)
 
 
+@pytest.mark.slow(5)  # CPU s on 2 cores: out of the quick subset
 def test_validate_simulates_a_designs_base_with_its_shocks(capsys, tmp_path):
     # Issue 35: the confirmatory base is config/baseline.yaml with the design's overrides
     # (jump_prob 1.0, the shock at 300, the placebo at 450), named once, in the design.

@@ -14,6 +14,7 @@ from market_agents.testing.fakeserver import FakeAPI
 from tests.support.liverun import ma_run, stored
 
 
+@pytest.mark.slow(7)  # CPU s on 2 cores: out of the quick subset
 def test_an_unreadable_answer_is_paid_once_whatever_the_reruns(tmp_path):
     cache = tmp_path / "cache"
     usd = []

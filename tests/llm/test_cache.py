@@ -187,6 +187,7 @@ def _checkpointed(path):
     ("deleted", r"the cache has no cache\.db, but .*paid\.json says paid answers"),
     ("regular_file", r"is a regular file, not a cache directory"),
 ])
+@pytest.mark.slow(9)  # CPU s on 2 cores: out of the quick subset
 def test_each_damage_gives_one_line_and_exit_2(tmp_path, damage, pattern):
     path = tmp_path / "c.sqlite"
     _filled(path, n=200)

@@ -27,6 +27,7 @@ def test_deterministic_from_request():
         p.answer(other)[0]) < 20
 
 
+@pytest.mark.slow(4)  # CPU s on 2 cores: out of the quick subset
 def test_valid_rate_is_about_95_percent_with_both_kinds_of_invalid():
     kinds = {"ok": 0, "invalid_json": 0, "schema": 0}
     for text, _ in _answers():

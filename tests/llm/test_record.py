@@ -170,6 +170,7 @@ def test_replay_mode_serves_the_record_and_stops_at_a_miss(tmp_path):
 @settings(max_examples=25, deadline=None)
 @given(cap=st.sampled_from([0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0]),
        concurrency=st.integers(1, 16), per_tick=st.integers(1, 16))
+@pytest.mark.slow(6)  # CPU s on 2 cores: out of the quick subset
 def test_hard_cap_holds_when_every_call_bills_its_output_limit(cap, concurrency, per_tick):
     p = Gated(bill_max_output=True)
     c = LLMClient({"openai": p}, load_prices(), budget=Budget(usd_cap=cap),

@@ -257,6 +257,7 @@ def test_failed_response_under_http_200_is_a_provider_failure(fake_api):
 @pytest.mark.parametrize("cap,concurrency", [
     (0.001, 1), (0.003, 16), (0.01, 2), (0.03, 8), (0.1, 4), (0.3, 16), (1.0, 16),
 ])
+@pytest.mark.slow(8)  # CPU s on 2 cores: out of the quick subset
 def test_hard_cap_on_the_wire_against_a_server_billing_max_output(fake_api, cap, concurrency):
     """Every call bills max_output_tokens: recorded spend still never passes the cap."""
     api = fake_api(bill_max_output=True)

@@ -36,6 +36,7 @@ NO_RETRY = "{openai: {max_retries: 1, backoff_s: 0.0}}"
     ("403", r"authentication or permission refused \(HTTP 403"),
     ("404", r"unknown model \(HTTP 404"),
 ])
+@pytest.mark.slow(11)  # CPU s on 2 cores: out of the quick subset
 def test_fatal_error_stops_the_run_with_one_line_and_records_nothing(tmp_path, fault, what):
     with FakeAPI(fault_all=fault) as api:
         proc = ma_run(tmp_path / "run", tmp_path / "cache", api)
@@ -48,6 +49,7 @@ def test_fatal_error_stops_the_run_with_one_line_and_records_nothing(tmp_path, f
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "results"]
 
 
+@pytest.mark.slow(6)  # CPU s on 2 cores: out of the quick subset
 def test_anthropic_quota_and_auth_stop_the_run_too(tmp_path):
     anthropic = dict(population__llm__provider_mix="{anthropic: 1.0}",
                      population__llm__models="{anthropic: claude-haiku-5-5}")
@@ -61,6 +63,7 @@ def test_anthropic_quota_and_auth_stop_the_run_too(tmp_path):
     assert stored(tmp_path / "cache") == 0
 
 
+@pytest.mark.slow(8)  # CPU s on 2 cores: out of the quick subset
 def test_transient_failures_over_the_limit_mark_the_run_failed(tmp_path):
     out, cache = tmp_path / "run", tmp_path / "cache"
     with FakeAPI(fault_all="500") as api:
@@ -112,6 +115,7 @@ def test_transient_failures_under_the_limit_are_retried_and_counted(tmp_path):
     assert usage["failures"] == 0 and usage["calls"] == 25 + sum(retried.values())
 
 
+@pytest.mark.slow(5)  # CPU s on 2 cores: out of the quick subset
 def test_replay_needs_no_key_makes_no_call_and_is_byte_identical(tmp_path):
     cache = tmp_path / "cache"
     with FakeAPI(vary=True) as api:
@@ -157,6 +161,7 @@ def test_replay_of_an_edited_record_is_an_error_not_a_divergence(tmp_path, recor
     assert "differs from the one that run used" in one_line_error(replay)
 
 
+@pytest.mark.slow(5)  # CPU s on 2 cores: out of the quick subset
 def test_hard_cap_holds_against_a_server_billing_the_output_limit(tmp_path):
     with FakeAPI(bill_max_output=True) as api:
         for cap, conc in ((0.001, 1), (0.01, 16)):
@@ -219,6 +224,7 @@ def test_a_damaged_cache_stops_the_run_before_any_call(tmp_path, recorded, damag
             assert len(api.requests) == 25
 
 
+@pytest.mark.slow(6)  # CPU s on 2 cores: out of the quick subset
 def test_cache_path_that_is_a_file_or_unwritable_or_on_a_full_disk(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
@@ -242,6 +248,7 @@ def test_cache_path_that_is_a_file_or_unwritable_or_on_a_full_disk(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "full", "results"]
 
 
+@pytest.mark.slow(8)  # CPU s on 2 cores: out of the quick subset
 def test_a_design_with_paid_runs_refuses_a_missing_cache(tmp_path):
     from tests.support import ROOT
 
@@ -273,6 +280,7 @@ def test_key_never_printed(tmp_path):
     assert SECRET not in proc.stdout + proc.stderr
 
 
+@pytest.mark.slow(5)  # CPU s on 2 cores: out of the quick subset
 def test_manifest_counts_paid_answers_across_a_resume(tmp_path):
     """The gate's figure survives a kill: usd_live counts answers served from the cache."""
     cache = tmp_path / "cache"

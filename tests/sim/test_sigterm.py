@@ -19,6 +19,8 @@ import signal
 import subprocess
 import threading
 
+import pytest
+
 from market_agents.llm.cache import ResponseCache
 from market_agents.testing.fakeserver import FakeAPI, answer_text
 from tests.support.liverun import env, ma_run, ma_run_cmd, stored, tables
@@ -92,6 +94,7 @@ def terminate_at_random_moment(proc: subprocess.Popen, gate: Gate, rng: random.R
     gate.release()
 
 
+@pytest.mark.slow(30)  # CPU s on 2 cores: out of the quick subset
 def test_sigterm_a_live_run_at_random_moments_then_resume(tmp_path):
     rng = random.Random(25)
     with FakeAPI(latency_s=0.01) as api:
@@ -135,6 +138,7 @@ def test_sigterm_a_live_run_at_random_moments_then_resume(tmp_path):
           f"{before}")
 
 
+@pytest.mark.slow(5)  # CPU s on 2 cores: out of the quick subset
 def test_sigterm_a_live_ma_cell_then_resume(workdir):
     """The same stop in a design's cell (`ma cell`, as a workflow job runs it): exit 143, no
     claim in the design's cache, the spend record unsettled at the run's worst case; the same

@@ -189,6 +189,7 @@ def test_placebo_moves_nothing(baseline_path):
     assert a["ticks"].equals(b["ticks"]) and a["trades"].equals(b["trades"])
 
 
+@pytest.mark.slow(5)  # CPU s on 2 cores: out of the quick subset
 def test_halts_occur_in_some_seeds_with_a_five_percent_breaker(baseline_path):
     cfg = load_config(baseline_path, [*CONFIRMATORY, "exchange.halt_threshold=0.05"])
     halted = [s for s in range(1, 21) if simulate(cfg, s, progress=False)["summary"]["halts"]]
