@@ -34,7 +34,6 @@ from market_agents.sim.rundir import LLM_ACTIVITY
 COHORT_SIZE = 5
 
 
-
 @functools.lru_cache(maxsize=1024)
 def _schema_json(n_assets: int, band: tuple[float, float]) -> str:
     """``schema.decision_schema(n_assets, band)`` as JSON text, built once per (n_assets, band):
@@ -42,6 +41,7 @@ def _schema_json(n_assets: int, band: tuple[float, float]) -> str:
     run's CPU when it was built per request), and the band changes only when the mid crosses
     a whole unit. Each request gets its own dict from the text, so none can change another's."""
     return json.dumps(schema.decision_schema(n_assets, band))
+
 
 class ReplayMismatch(MarketAgentsError):
     """A decision's stored answer differs from the one the run being reproduced used."""
