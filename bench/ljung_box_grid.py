@@ -1,8 +1,9 @@
-"""Issue 35's targets against each other, on GARCH(1,1) series (docs/market.md, "Ljung–Box
-against clustering"): for a grid of GARCH(1,1) processes — unpredictable by construction —
-the median over 549-return samples (a 600-tick run's, after its burn-in) of the mean raw
-acf(|r|) over lags 1–10, the excess kurtosis and the Hill index, and the share of samples in
-which Ljung–Box (lags 1–10, 5 %) rejects. A row marked ``meets`` meets the first three targets.
+"""Issue 35's targets against each other, on GARCH(1,1) series (docs/market.md, "The same
+conflict without any calendar"): for a grid of GARCH(1,1) processes (unpredictable by
+construction), the median over 549-return samples (a 600-tick run's, after its burn-in) of
+the mean raw acf(|r|) over lags 1–10, the excess kurtosis and the Hill index, and the share
+of samples in which Ljung–Box (lags 1–10, 5 %) rejects. A row marked ``meets`` meets the
+first three targets.
 
     .venv/bin/python bench/ljung_box_grid.py [--samples 300]
 """

@@ -183,6 +183,8 @@ def run_case(case: dict[str, Any], timeout: float) -> dict[str, Any]:
             refused = proc.returncode == 2 and len(err.splitlines()) == 1
             ok = {"refused": refused, "ok": proc.returncode == 0,
                   "stopped": proc.returncode != 0 and len(err.splitlines()) == 1}[expect]
+            if api is not None:  # every handler done: a body being written is counted or not
+                api.wait_idle(timeout=60)
             answered = api.answered if api is not None else 0
             requests = len(api.requests) if api is not None else 0
             kept = recorded(proj, out)

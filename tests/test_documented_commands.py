@@ -48,8 +48,6 @@ NOT_HERE: tuple[tuple[str, str], ...] = (
     ("make validate-long", "20 long runs (docs/market.md's figures)"),
     ("make validate", "60 runs and PAMS in its own environment (docs/market.md's figures)"),
     ("make bench", "the benchmarks (bench/README.md's figures)"),
-    ("worktree add", "checks out an old commit beside the checkout, for a before/after "
-                     "measurement (bench/README.md)"),
     ("bench/ljung_box_grid.py", "72 GARCH processes, ~4 CPU minutes (docs/market.md's figures; "
                                 "tests/analysis/test_realism.py keeps two of its rows)"),
     ("make faults", "the fault corpus: tests/test_fault_corpus.py runs it in the suite"),

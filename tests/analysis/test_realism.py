@@ -253,10 +253,10 @@ def test_a_garch_that_meets_the_clustering_targets_fails_the_ljung_box_target(al
     # excess kurtosis above 3 and Hill in 2-5) and Ljung-Box rejecting in at most 10 % of
     # seeds. Ljung-Box assumes var(acf_k) = 1/n; under clustering it is
     # E[r_t^2 r_{t-k}^2]/(n sigma^4), larger. So the unpredictable series that meet the first
-    # targets fail the second. Over a grid of 72 GARCH(1,1) (docs/market.md, "Ljung-Box
-    # against clustering") every one that meets them rejects in 23-71 % of 549-return samples
-    # (a 600-tick run's, after its burn-in); these two are among the least-rejecting, at
-    # 28-30 % here, while the robust test keeps its 5 %.
+    # targets fail the second. Over a grid of 72 GARCH(1,1) (docs/market.md, "The same
+    # conflict without any calendar"; bench/ljung_box_grid.py) every one that meets them
+    # rejects in 23-71 % of 549-return samples (a 600-tick run's, after its burn-in). These
+    # two are among the least-rejected, at 28-30 % here, while the robust test keeps its 5 %.
     rng = np.random.default_rng(35)
     paths = _garch_paths(549, 300, rng, alpha, persistence, nu=5)
     acf = np.median([np.mean(realism.acf_many(np.abs(r), 10)) for r in paths])

@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -6,7 +8,6 @@ from market_agents.llm import prompting, schema
 from market_agents.llm.client import LLMClient
 from market_agents.llm.config import LLMConfig
 from market_agents.llm.library import FEATURES, DecisionLibrary, snapshot_features
-from market_agents.llm.types import LLMRequest
 from tests.support.llm import RULES, decision_request, snapshot
 
 
@@ -26,8 +27,8 @@ def test_library_from_cache_keeps_one_model_and_plain_prompts(tmp_path):
     c = LLMClient.from_settings(LLMConfig(models={"mock": "gpt-5.4-nano"}), cache_path=path,
                                 env={})
     memo = decision_request(model="gpt-5.4-nano", agent="m")
-    memo = LLMRequest(**{**memo.__dict__, "messages": prompting.build_messages(
-        snapshot(), RULES, memory=[])})
+    memo = dataclasses.replace(memo, messages=prompting.build_messages(snapshot(), RULES,
+                                                                       memory=[]))
     c.complete_many([memo], schema.parse_decision)  # a memory prompt: left out
     c.close()
     lib = DecisionLibrary.from_cache(path, "gpt-5.4-nano")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from market_agents.agents.llm_trader import _schema_json
 from market_agents.core import canonical_json
-from market_agents.llm import schema
+from market_agents.llm import schema, structured
 from market_agents.llm.types import LLMRequest, Message
 
 
@@ -38,7 +38,7 @@ requests = st.builds(
     json_schema=st.one_of(st.none(), st.builds(
         schema.decision_schema, st.integers(1, 2),
         st.one_of(st.none(), st.tuples(st.floats(0.01, 50), st.floats(51, 500))))),
-    structured_output=st.sampled_from([None, "json_schema", "json_object"]),
+    structured_output=st.sampled_from([None, *structured.MODES]),
     agent=texts,
     extra=st.dictionaries(texts, st.integers(), max_size=2),
     route=texts,
@@ -61,6 +61,8 @@ def test_the_key_is_the_deep_copy_key_computed_once_and_invisible(req):
 def test_the_schema_memo_gives_each_request_its_own_equal_schema():
     band = (50.0, 200.0)
     a, b = (json.loads(_schema_json(2, band)) for _ in range(2))
-    assert a == b == schema.decision_schema(2, band) and a is not b
+    # equal as the key sees them (canonical JSON tells 1 from 1.0, == does not)
+    assert canonical_json(a) == canonical_json(b) == canonical_json(schema.decision_schema(2, band))
+    assert a is not b
     a["properties"]["asset"]["enum"].append(9)  # one request's change reaches no other
     assert json.loads(_schema_json(2, band)) == schema.decision_schema(2, band)

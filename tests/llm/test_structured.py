@@ -2,6 +2,7 @@
 each provider gets the schema's ranges minus only the keywords it rejects."""
 
 import asyncio
+import dataclasses
 import json
 import re
 from collections import Counter
@@ -103,7 +104,7 @@ def test_wire_schema_keeps_every_range_the_provider_accepts(fake_api, route, kin
                                                             dropped):
     api = fake_api()
     req = decision_request(route, kind, model)
-    req = LLMRequest(**{**req.__dict__, "json_schema": schema.decision_schema(1, BAND)})
+    req = dataclasses.replace(req, json_schema=schema.decision_schema(1, BAND))
     providers = {"local": {"kind": "openai_compatible", "base_url": f"{api.url}/v1"}}
     llm = LLMConfig(provider_mix={route: 1.0}, models={route: model}, usd_cap=1.0,
                     providers=providers if route == "local" else {})

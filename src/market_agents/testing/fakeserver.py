@@ -283,7 +283,9 @@ class FakeAPI:
         self.tokens = tokens
         self.requests: list[dict[str, Any]] = []
         self.seen: Counter[str] = Counter()
-        self.answered = 0  # 200 answers written in full (bodies billed, whatever their shape)
+        # 200 answers written in full (bodies billed, whatever their shape); counted just before
+        # the last bytes go out, so a client never sees a body before its count (_count)
+        self.answered = 0
         self.raw_body = b"{}"  # the body of the ``raw`` fault
         self.lock = threading.Lock()
         self.arrived = threading.Condition(self.lock)
@@ -498,10 +500,12 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
                 counted = billed and self._count(+1)
                 self.wfile.write(payload)
                 self.wfile.flush()
-            except (BrokenPipeError, ConnectionResetError):
+            except BaseException as exc:  # not written in full: not billed
                 if counted:
                     self._count(-1)
-                return False
+                if isinstance(exc, (BrokenPipeError, ConnectionResetError)):
+                    return False
+                raise
             return True
 
         @staticmethod
@@ -600,7 +604,7 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
         def _answer(self, path: str, body: dict[str, Any], digest: bytes, fault: str) -> None:
             """A 200 with the model's answer, spoiled as ``fault`` says (malformed: cut in
             half; refusal; failed: a Responses answer with status failed; trickle: sent
-            slowly); counts it answered once it is out."""
+            slowly); counts it answered as its last bytes go out."""
             text = api.answer(body, digest)
             if fault == "malformed":
                 text = text[: len(text) // 2]
@@ -639,9 +643,11 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
                     self.wfile.write(payload[i:i + TRICKLE_CHUNK])
                     self.wfile.flush()
                     time.sleep(api.trickle_s)
-            except (BrokenPipeError, ConnectionResetError):
+            except BaseException as exc:  # not written in full: not billed
                 if counted:
                     self._count(-1)
+                if not isinstance(exc, (BrokenPipeError, ConnectionResetError)):
+                    raise
                 self.close_connection = True
                 with api.lock:
                     api.dropped += 1
