@@ -21,10 +21,17 @@ help:  ## list the targets
 
 setup: $(VENV)/ma  ## build .venv from uv.lock, or repair one that drifted from it (every target does it first)
 
+# The extras setup installs: the tests' (dev) and Bazaar's verifiers adapter (bazaar). The SLURM
+# executor plugin (slurm) only where a cluster is used, `make setup EXTRAS=--all-extras`
+# (test-slurm does it; docs/cluster.md): Snakemake imports every installed executor plugin at
+# each start, and this one imports pandas, 0.45 CPU s of every Snakemake process (the suite
+# starts about 80). `--inexact` keeps an extra installed once, the plugin among them.
+EXTRAS ?= --extra dev --extra bazaar
+
 # Checked on every target, not only when uv.lock is newer than the stamp: an environment can
 # drift from the lock with the lock untouched (`uv sync --extra slurm` uninstalls every other
-# extra, pytest and ruff among them). `uv sync --check` compares .venv with uv.lock and every
-# extra offline in about 0.2 s; only a mismatch runs the real sync. Without any uv to check
+# extra, pytest and ruff among them). `uv sync --check` compares .venv with uv.lock and the
+# extras offline in about 0.2 s; only a mismatch runs the real sync. Without any uv to check
 # with (make run from an activated .venv whose python3 lacks it, and pip cannot add it), a
 # .venv newer than uv.lock is used as it is, with a note. (Tests that copy this Makefile pass
 # `-o $(VENV)/ma` to use the repository's .venv as it is.) Then the package's own bytecode:
@@ -41,8 +48,8 @@ $(VENV)/ma: pyproject.toml uv.lock FORCE
 				"checked against uv.lock" >&2; exit 0; fi; \
 		echo "make: cannot install uv with $(PYTHON) -m pip: install uv, or PYTHON=..." >&2; \
 		exit 1; fi; \
-	{ $(UV) sync --all-extras --locked --check --offline --quiet >/dev/null 2>&1 \
-		|| $(UV) sync --all-extras --locked --compile-bytecode; } && touch $@
+	{ $(UV) sync $(EXTRAS) --inexact --locked --check --offline --quiet >/dev/null 2>&1 \
+		|| $(UV) sync $(EXTRAS) --inexact --locked --compile-bytecode; } && touch $@
 	@if [ -d src/market_agents ] && [ -x $(VENV)/python ]; then \
 		$(VENV)/python -m compileall -q src/market_agents >/dev/null 2>&1 || true; fi
 
@@ -97,6 +104,7 @@ test-quick: setup  ## a quick subset while developing (under 2 minutes): no test
 SLURM_PACKAGES := slurmctld slurmd slurm-client munge
 # Wait up to 10 minutes for another apt or dpkg (an unattended upgrade) instead of failing at once.
 APT_WAIT := -o DPkg::Lock::Timeout=600
+test-slurm: EXTRAS = --all-extras
 test-slurm: setup  ## opt-in, root: the workflow on a one-node SLURM cluster (docs/cluster.md)
 	@command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v sbatch >/dev/null \
 		&& command -v munged >/dev/null || { apt-get $(APT_WAIT) update -qq \
@@ -154,7 +162,7 @@ demo-local-llm: setup  ## opt-in: a real 135M model on the CPU in one cell and o
 plugin-example: setup  ## install examples/plugin into .venv (uv pip install -e); plugin-example-remove undoes it
 	$(UV) pip install --python $(VENV)/python -e examples/plugin
 
-plugin-example-remove:  ## uninstall examples/plugin from .venv (so does any target's re-sync with uv.lock)
+plugin-example-remove:  ## uninstall examples/plugin from .venv (a bare uv sync does it too)
 	$(UV) pip uninstall --python $(VENV)/python ma-example-plugin
 
 clean:  ## delete only what is rebuilt at no cost (never runs, caches, manifests)

@@ -61,7 +61,9 @@ def main() -> int:
     parser.add_argument("--only", nargs="+", choices=sorted(COMMANDS), default=list(COMMANDS))
     parser.add_argument("--before", metavar="SRC", help="another checkout's src folder")
     args = parser.parse_args()
-    env = {**os.environ, "OPENAI_API_KEY": "sk-bench-never-called"}  # the gate only plans
+    # the gate only plans; one BLAS thread for the floor too, as every `ma` process sets for
+    # itself (market_agents/__init__.py): the floor's imports then cost what ma's do
+    env = {**os.environ, "OPENAI_API_KEY": "sk-bench-never-called", "OPENBLAS_NUM_THREADS": "1"}
     envs = {"": env}
     if args.before:
         envs["before "] = {**env, "PYTHONPATH": str(Path(args.before).resolve())}

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+import market_agents  # noqa: F401  first: one BLAS thread in each worker and what it starts
 from tests.support import ROOT
 
 # CI explores the same examples on every run (a red CI is then reproducible, never luck);

@@ -28,6 +28,7 @@ requires-python = ">=3.11"
 
 [project.optional-dependencies]
 dev = ["devdep"]
+bazaar = []
 slurm = ["slurmdep"]
 
 [tool.uv]

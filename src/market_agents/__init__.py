@@ -57,7 +57,16 @@ The names in ``__all__`` are the main entry points; each is imported on first us
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
+
+# A process of the package runs one simulation, one thread: parallel work is across processes
+# (Snakemake jobs, `ma design`'s workers). OpenBLAS's thread pool (numpy's and scipy's) then only
+# costs: its threads start with every process (0.08 CPU s of the 0.4 s a process needs to start,
+# bench/README.md "The suite") and every job at once oversubscribes the cores. Set before numpy
+# is imported (package imports come first); the child processes (Snakemake's jobs) inherit it;
+# a value the user set wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # entry point -> module that defines it
 _ENTRY_POINTS = {

@@ -62,13 +62,21 @@ def paper(project: Path, target: str, out: str) -> tuple[dict, Path]:
     return summary, dest
 
 
+@pytest.fixture(scope="module")
+def exploratory(project: Path) -> tuple[dict, Path]:
+    """The exploratory design's paper, built once for the tests that read it (a build is
+    ~8 CPU s, mostly its figures)."""
+    return paper(project, "exploratory", "paper")
+
+
 def files(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes()
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_exploratory_paper_writes_what_the_design_supports_and_says_why_not_the_rest(project):
-    summary, out = paper(project, "exploratory", "paper")
+def test_exploratory_paper_writes_what_the_design_supports_and_says_why_not_the_rest(
+        exploratory):
+    summary, out = exploratory
     assert {"design_overview", "primary_estimates", "dose_response", "control_sd",
             "sensitivity", "llm_behaviour", "model_mix",
             "mechanism_activity"} <= set(summary["tables"])
@@ -115,16 +123,17 @@ def test_exploratory_paper_writes_what_the_design_supports_and_says_why_not_the_
         assert departure in deviations
 
 
-def test_two_invocations_give_the_same_bytes(project):
-    _, first = paper(project, "exploratory", "paper_a")
-    _, second = paper(project, "exploratory", "paper_b")
+def test_two_invocations_give_the_same_bytes(project, exploratory):
+    _, first = exploratory
+    _, second = paper(project, "exploratory", "paper_again")
     a, b = files(first), files(second)
     assert a.keys() == b.keys()
     assert [k for k in a if a[k] != b[k]] == []
 
 
-def test_the_paper_builds_from_the_four_parquet_files_and_the_manifests(project, tmp_path):
-    _, before = paper(project, "exploratory", "paper_full")
+def test_the_paper_builds_from_the_four_parquet_files_and_the_manifests(project, exploratory,
+                                                                        tmp_path):
+    _, before = exploratory
     stripped = tmp_path / "project"
     shutil.copytree(project / "config", stripped / "config")
     shutil.copytree(project / "results", stripped / "results")
@@ -228,7 +237,7 @@ def test_help_lists_every_file(capsys):
     assert "model_cards.md" in out and "index.html" in out and "rehearse_<design>" in out
 
 
-def test_the_paper_states_the_code_fingerprint_of_its_runs(project, tmp_path):
+def test_the_paper_states_the_code_fingerprint_of_its_runs(project, exploratory, tmp_path):
     """Issue 34: a result names the code that made it. The index page, every table's caption
     (CSV, Markdown, LaTeX, HTML) and paper.json state the fingerprint the runs' manifests
     record; runs of two engines make no paper."""
@@ -237,7 +246,7 @@ def test_the_paper_states_the_code_fingerprint_of_its_runs(project, tmp_path):
     from market_agents.errors import ConfigError
     from market_agents.sim.fingerprint import fingerprint, short
 
-    summary, out = paper(project, "exploratory", "paper_code")
+    summary, out = exploratory
     code = fingerprint()  # the fixture's runs were made by this code
     run = project / "results/runs/exploratory/share_25/seed0001"
     assert json.loads((run / MANIFEST_FILE).read_text())["code_fingerprint"] == code
