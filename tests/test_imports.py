@@ -11,9 +11,12 @@ through another, annotation and function-level imports included, is tests/test_i
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import market_agents
 
@@ -150,3 +153,23 @@ def test_bazaar_engine_loads_neither_verifiers_nor_the_market():
             "market_agents.bazaar.anchors, market_agents.bazaar.exploits")
     assert _loaded_after(code, ("verifiers", "datasets", "market_agents.market",
                                 "market_agents.agents", "market_agents.llm")) == []
+
+
+@pytest.mark.parametrize("given,expect", [(None, "1"), ("3", "3")], ids=["default", "user"])
+def test_the_package_runs_numpy_with_one_blas_thread_unless_told(given, expect):
+    """One simulation per process, parallel work across processes: importing the package sets
+    OPENBLAS_NUM_THREADS=1 before numpy loads (inherited by the processes it starts), unless
+    the user set it."""
+    code = ("import os, subprocess, sys, market_agents, numpy; "
+            "print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')), "
+            "subprocess.run([sys.executable, '-c', 'import os; "
+            "print(os.environ[\"OPENBLAS_NUM_THREADS\"])'], capture_output=True, text=True)"
+            ".stdout.strip())")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[0] == expect and out[2] == expect
+    if given is None and os.path.isdir("/proc/self/task"):
+        assert out[1] == "1"  # numpy started no BLAS thread

@@ -118,3 +118,19 @@ def test_make_setup_syncs_nothing_when_nothing_drifted(scratch):
     assert again.returncode == 0, again.stdout + again.stderr
     assert "--compile-bytecode" not in again.stdout
     assert again.stdout.strip() == "" and "Installed" not in again.stderr
+
+
+def test_the_slurm_extra_is_installed_only_when_asked_and_then_kept(scratch):
+    """Snakemake imports every installed executor plugin at each start (the SLURM one imports
+    pandas): `make setup` leaves the `slurm` extra out; `EXTRAS=--all-extras` adds it, and a
+    plain setup after that keeps it (--inexact), as it keeps a plug-in installed by hand."""
+    project, env, python = scratch
+    site = project / ".venv/lib"
+    assert _make(project, env, python, "setup").returncode == 0
+    assert not list(site.glob("python*/site-packages/slurmdep"))
+    done = _make(project, env, python, "setup", "EXTRAS=--all-extras")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert list(site.glob("python*/site-packages/slurmdep"))
+    again = _make(project, env, python, "setup")
+    assert again.returncode == 0 and "Uninstalled" not in again.stderr, again.stderr
+    assert list(site.glob("python*/site-packages/slurmdep"))
