@@ -7,13 +7,16 @@ import os
 
 from market_agents import layout
 from market_agents.pipeline import holder
-from market_agents.pipeline.workflow import Workflow
+from market_agents.pipeline.workflow import Workflow, plain_params
 from market_agents.protocol import tiers
 from market_agents.protocol.tiers import NO_TIER, TIER_PATTERN, TIERS
 
 # One live invocation per directory; a killed one's lock is released by the next (README
 # "After a kill"; market_agents.pipeline.holder).
 holder.guard(workflow)
+# Job params stored without importing pandas (0.4 CPU s of every invocation; no param is a
+# DataFrame): market_agents.pipeline.workflow.plain_params.
+plain_params()
 
 W = Workflow(config)
 WF = W.config

@@ -27,9 +27,13 @@ def test_exploratory_runs_then_nothing_to_do(workdir, tmp_path):
     assert (table.filter(pl.col("cell") == "share_25")["n_llm_decisions"] > 0).all()
     grid = pl.read_parquet(workdir / "results/runs/exploratory/sensitivity.parquet")
     assert grid.height > 0
-    second = smk(workdir, "--cores", "2", "exploratory")
+    # every job's params checked against the stored ones, without importing pandas (0.4 CPU s
+    # of each invocation; market_agents.pipeline.workflow.plain_params)
+    second = smk(workdir, "--cores", "2", "exploratory", PYTHONPROFILEIMPORTTIME="1")
     assert second.returncode == 0
     assert "Nothing to be done" in second.stdout + second.stderr
+    assert re.search(r"\| +snakemake\.dag$", second.stderr, re.M)  # the imports are listed
+    assert not re.search(r"\| +pandas$", second.stderr, re.M)
     # `ma design` on the same design: the same outcomes.parquet, byte for byte
     other = tmp_path / "design"
     shutil.copytree(workdir / "config", other / "config")

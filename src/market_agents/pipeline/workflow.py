@@ -516,3 +516,23 @@ def _alternatives(names: set[str]) -> str:
     """A regex matching exactly ``names``; one that matches nothing when empty."""
     return "|".join(sorted(names)) or "(?!)"
 
+
+
+def plain_params() -> None:
+    """Let Snakemake store a job's params without pandas; called once from
+    ``rules/common.smk``.
+
+    Snakemake records each job's params (to re-run a job whose params changed) and serializes
+    them through pandas whenever pandas is installed, which verifiers (the ``bazaar`` extra)
+    brings: every invocation that checks or records a job imports pandas, 0.35-0.5 CPU s
+    (bench/README.md, "The suite"). No param of this workflow is a pandas object, and for any
+    other value the pandas serializer returns the plain one's ``repr``; so the params Snakemake
+    stores, and what they re-run, are the same. A Snakemake whose persistence has another
+    shape is left as it is.
+    """
+    from snakemake import persistence
+
+    base = getattr(persistence, "PersistenceBase", None)  # Snakemake 9
+    if (base is not None and isinstance(base.__dict__.get("_serialize_param"), property)
+            and callable(getattr(base, "_serialize_param_builtin", None))):
+        base._serialize_param = property(lambda self: self._serialize_param_builtin)
