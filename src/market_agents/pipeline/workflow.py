@@ -530,7 +530,7 @@ def plain_params() -> None:
     stores, and what they re-run, are the same. A Snakemake whose persistence has another
     shape is left as it is.
     """
-    from snakemake import persistence
+    from snakemake import persistence  # why: only a Snakefile calls this, in Snakemake
 
     base = getattr(persistence, "PersistenceBase", None)  # Snakemake 9
     if (base is not None and isinstance(base.__dict__.get("_serialize_param"), property)
