@@ -25,7 +25,8 @@ setup: $(VENV)/ma  ## build .venv from uv.lock, or repair one that drifted from 
 # executor plugin (slurm) only where a cluster is used, `make setup EXTRAS=--all-extras`
 # (test-slurm does it; docs/cluster.md): Snakemake imports every installed executor plugin at
 # each start, and this one imports pandas, 0.45 CPU s of every Snakemake process (the suite
-# starts about 80). `--inexact` keeps an extra installed once, the plugin among them.
+# starts about 80; the Snakefile keeps Snakemake's own use of it away, plain_params).
+# `--inexact` keeps an extra installed once, the plugin among them.
 EXTRAS ?= --extra dev --extra bazaar
 
 # Checked on every target, not only when uv.lock is newer than the stamp: an environment can

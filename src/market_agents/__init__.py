@@ -62,8 +62,9 @@ from typing import Any
 
 # A process of the package runs one simulation, one thread: parallel work is across processes
 # (Snakemake jobs, `ma design`'s workers). OpenBLAS's thread pool (numpy's and scipy's) then only
-# costs: its threads start with every process (0.08 CPU s of the 0.4 s a process needs to start,
-# bench/README.md "The suite") and every job at once oversubscribes the cores. Set before numpy
+# costs: its threads start with every process (about 0.1 CPU s of the 0.4 s a process needs to
+# start; bench/README.md, "Fewer CPU seconds per process") and every job at once oversubscribes
+# the cores. Set before numpy
 # is imported (package imports come first); the child processes (Snakemake's jobs) inherit it;
 # a value the user set wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
