@@ -524,10 +524,10 @@ def plain_params() -> None:
     Snakemake records each job's params (to re-run a job whose params changed) and serializes
     them through pandas whenever pandas is installed, which verifiers (the ``bazaar`` extra)
     brings: every invocation that checks or records a job imports pandas, 0.35-0.5 CPU s
-    (bench/README.md, "Fewer CPU seconds per process"). No param of this workflow is a pandas object, and for any
-    other value the pandas serializer returns the plain one's ``repr``; so the params Snakemake
-    stores, and what they re-run, are the same. A Snakemake whose persistence has another
-    shape is left as it is.
+    (bench/README.md, "Fewer CPU seconds per process"). No param of this workflow is a pandas
+    object, and for any other value the pandas serializer returns the plain one's ``repr``; so
+    the params Snakemake stores, and what they re-run, are the same. A Snakemake whose
+    persistence has another shape is left as it is.
     """
     from snakemake import persistence  # why: only a Snakefile calls this, in Snakemake
 
