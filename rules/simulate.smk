@@ -7,8 +7,7 @@
 # config, paid for nothing, is run again; making a run removes the records that named it. Free
 # runs use no response cache, as in `ma design`, so no outcome depends on the order in which
 # jobs ran.
-# Live runs have their own rule, one job per run: they wait for the budget gate (and check their
-# approval in the same process, `ma cell --gate`, as `ma gate check` would), are serialized
+# Live runs have their own rule, one job per run: they wait for the budget gate, are serialized
 # by the `api` resource (`--resources api=K` runs K at once, sharing the design's response cache)
 # and never re-run because a gate or design file was touched. Rehearsals are one job per run too
 # and keep their own cache, the rehearsed library's source (rules/library.smk).
@@ -34,6 +33,8 @@ rule simulate:
         " --runs-file {output.runs} > {log} 2>&1"
 
 
+# Its shell text is part of every finished live run's Snakemake record: a changed text re-runs
+# them all (tests/pipeline/test_rules.py, LIVE_SHELL).
 rule simulate_live:
     input:
         gate=ancient(W.live_gate),
@@ -53,8 +54,9 @@ rule simulate_live:
     message:
         "live run {wildcards.design}/{wildcards.cell}/seed{wildcards.seed} (paid API calls)"
     shell:
-        "{MA} cell {params.design} {wildcards.cell} --seed {wildcards.seed} --gate {input.gate}"
-        " --cache {params.cache} --score > {log} 2>&1"
+        "{MA} gate check {input.gate} --cell {wildcards.cell} --seed {wildcards.seed} > {log} 2>&1"
+        " && {MA} cell {params.design} {wildcards.cell} --seed {wildcards.seed}"
+        " --cache {params.cache} --score >> {log} 2>&1"
 
 
 rule rehearse:

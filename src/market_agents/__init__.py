@@ -64,9 +64,9 @@ from typing import Any
 # (Snakemake jobs, `ma design`'s workers). OpenBLAS's thread pool (numpy's and scipy's) then only
 # costs: its threads start with every process (about 0.1 CPU s of the 0.4 s a process needs to
 # start; bench/README.md, "Fewer CPU seconds per process") and every job at once oversubscribes
-# the cores. Set before numpy
-# is imported (package imports come first); the child processes (Snakemake's jobs) inherit it;
-# a value the user set wins.
+# the cores. Set here, before the package imports numpy (Snakemake loads numpy only through the
+# Snakefile, unless the SLURM executor plugin's pandas came first); the processes it starts
+# (Snakemake's jobs) inherit it. A value the user set wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # entry point -> module that defines it

@@ -1,6 +1,6 @@
 """The verifiers adapter, for real: a ``vf.MultiTurnEnv`` evaluated against the local
 OpenAI-compatible fake server (market_agents.testing) on 127.0.0.1 started by the test. Needs
-the ``bazaar`` extra (``uv sync --all-extras``, as CI does)."""
+the ``bazaar`` extra (``make setup`` installs it, as CI's ``make test`` does)."""
 
 from __future__ import annotations
 

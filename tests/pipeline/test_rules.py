@@ -2,6 +2,7 @@
 params and the `ma` command, and call into the package for everything else (logic lives in
 market_agents.pipeline.workflow and protocol.registry, unit-tested without Snakemake)."""
 
+import ast
 import io
 import re
 import tokenize
@@ -71,3 +72,30 @@ def test_every_rule_file_is_included():
     snakefile = (ROOT / "Snakefile").read_text()
     included = set(re.findall(r'^include: "rules/(\w+\.smk)"', snakefile, re.M))
     assert included == {p.name for p in (ROOT / "rules").glob("*.smk")}
+
+
+# The text of a live rule's shell command is part of every finished live run's Snakemake
+# record: Snakemake re-runs a job whose command text changed ("code" trigger), deleting the
+# run's files first, so a new text re-makes every finished live run of a project at the next
+# invocation (from the response cache, or paid again without it). Changing it needs a
+# migration for existing projects (`snakemake --touch` on the live outputs); found in a review
+# of issue 38, which had folded `ma gate check` into `ma cell`.
+LIVE_SHELL = ("{MA} gate check {input.gate} --cell {wildcards.cell} --seed {wildcards.seed}"
+              " > {log} 2>&1 && {MA} cell {params.design} {wildcards.cell} --seed "
+              "{wildcards.seed} --cache {params.cache} --score >> {log} 2>&1")
+
+
+def _shell_of(rule: str, text: str) -> str:
+    """The shell command of ``rule`` in a rule file's ``text``: its string literals joined."""
+    body = text.split(f"rule {rule}:\n", 1)[1].split("\nrule ", 1)[0]
+    shell = body.split("shell:\n", 1)[1]
+    parts = []
+    for line in shell.splitlines():
+        if not line.strip().startswith('"'):
+            break
+        parts.append(ast.literal_eval(line.strip()))
+    return "".join(parts)
+
+
+def test_the_live_rules_command_text_is_unchanged():
+    assert _shell_of("simulate_live", (ROOT / "rules/simulate.smk").read_text()) == LIVE_SHELL

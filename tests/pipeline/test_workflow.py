@@ -3,6 +3,7 @@ Snakemake (the Snakefile itself is run end to end in test_snakefile.py)."""
 
 import shlex
 import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -229,3 +230,23 @@ def test_the_dry_run_line_of_a_confirmatory_gate_says_whether_the_freeze_exists(
     (workdir / "results/manifests").mkdir(parents=True)
     (workdir / "results/manifests/freeze.json").write_text("{}")
     assert "freeze" not in wf.gate_plan(wc(design="confirmatory", tier="T1"))
+
+
+def test_plain_params_stores_what_snakemake_stored_without_pandas():
+    """plain_params: Snakemake's plain serializer for job params gives every value that is no
+    DataFrame the text its pandas one gave, and pandas is never imported (fresh processes)."""
+    values = [None, 3, 0.5, "x", ["a", 1], {"k": (1, 2)}, b"b", ("t",), {1, 2}]
+
+    def serialized(plain: bool) -> list[str]:
+        code = ("import sys; from snakemake.persistence.file import FilePersistence as P\n"
+                + ("from market_agents.pipeline.workflow import plain_params; plain_params()\n"
+                   if plain else "")
+                + f"p = P.__new__(P); print([p._serialize_param(v) for v in {values!r}]); "
+                "print('pandas' in sys.modules)\n")
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True).stdout.splitlines()
+
+    stored, with_pandas = serialized(plain=False)
+    assert with_pandas == "True"  # what Snakemake does where pandas is installed
+    assert serialized(plain=True) == [stored, "False"]
+    assert stored == repr([repr(v) for v in values])

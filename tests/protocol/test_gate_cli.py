@@ -1,6 +1,5 @@
 """`ma gate` on run directories: spend recorded by finished runs drives the reconciliation, an
-overrun cuts seeds in the order of sacrifice, and a cut run is refused by `ma gate check` and
-by the live job's `ma cell --gate`."""
+overrun cuts seeds in the order of sacrifice, and a cut run is refused by `ma gate check`."""
 
 import json
 import subprocess
@@ -52,16 +51,6 @@ def test_overrun_cuts_t2_and_check_refuses_the_cut_seed(workdir):
     refused = _ma(workdir, "gate", "check", "gate.json", "--cell", "mini_25", "--seed", "102")
     assert refused.returncode == 2
     assert "mini_25 seed 102 is not approved (cut by the order of sacrifice" in refused.stderr
-    # the workflow's live job checks in its own process (`ma cell --gate`), every seed before
-    # the first run: nothing is run or written
-    cell = _ma(workdir, "cell", DESIGN, "mini_25", "--seed", "101", "102", "--gate",
-               "gate.json", "--score")
-    assert cell.returncode == 2 and len(cell.stderr.strip().splitlines()) == 1, cell.stderr
-    assert "mini_25 seed 102 is not approved (cut by the order of sacrifice" in cell.stderr
-    assert not (workdir / "results/runs/confirmatory/mini_25").exists()
-    missing = _ma(workdir, "cell", DESIGN, "mini_25", "--seed", "101", "--gate", "none.json")
-    assert missing.returncode == 2 and "none.json does not exist: run the budget gate first" \
-        in missing.stderr
 
 
 def test_tier_budget_refusal_names_cap_plan_and_spent(workdir):

@@ -1,7 +1,7 @@
 """The ``verifiers`` adapter: ``load_environment(tier=..., num_train_examples=...,
 num_eval_examples=...)`` returns a ``vf.MultiTurnEnv`` over the Bazaar engine.
 
-Needs the optional ``bazaar`` extra (``make setup`` installs every extra;
+Needs the optional ``bazaar`` extra (``make setup`` installs it, with ``dev``;
 ``verifiers>=0.3.0,<0.4``, since 0.4 removed ``MultiTurnEnv``). The engine never imports
 this module. Live play steps a
 :class:`BazaarEnv` kept in the rollout state, but the reward does not trust it: it replays the

@@ -41,10 +41,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_serving_flags(p, "the run")
     add_results_flag(p, "DESIGN")
     p.add_argument("--any-seed", action="store_true", help="allow a seed not in the cell's list")
-    p.add_argument("--gate", type=Path, default=None, metavar="MANIFEST",
-                   help="first check that this budget manifest (`ma gate approve`) approves "
-                   "every SEED, as `ma gate check` does (the workflow's live jobs: one process "
-                   "per live run)")
     p.add_argument("--score", action="store_true",
                    help="also score each run into its outcomes.json in this process, as "
                    "`ma design` does (a finished run is not run again: one with outcomes.json is "
@@ -78,8 +74,7 @@ def main(args: argparse.Namespace) -> int:
         StaleRun: a finished run made from another config (unless ``--replace-stale`` and it
             paid for nothing).
         FreezeError: a confirmatory live cell without a matching freeze.
-        BudgetExceeded: the spend ledger's project or pilot cap would be passed, or ``--gate``'s
-            manifest does not approve a seed.
+        BudgetExceeded: the spend ledger's project or pilot cap would be passed.
         RunFailed: too many LLM calls failed (see :func:`market_agents.sim.runner.run_to_dir`).
 
     Protocol:
@@ -105,12 +100,6 @@ def main(args: argparse.Namespace) -> int:
                               "--any-seed allows it")
     if len(set(args.seed)) != len(args.seed):
         raise ConfigError(f"--seed {' '.join(map(str, args.seed))}: a seed is given twice")
-    if args.gate is not None:
-        from market_agents.protocol.gate import require_approved
-
-        for seed in args.seed:
-            manifest = require_approved(args.gate, args.cell, seed)
-            print(f"approved: {manifest['design']}/{args.cell} seed {seed}", flush=True)
     for flag, given in (("--replace-stale", args.replace_stale), ("--runs-file", args.runs_file)):
         if given and not args.score:
             raise ConfigError(f"{flag} goes with --score")

@@ -160,8 +160,8 @@ def is_approved(manifest: dict, cell: str, seed: int) -> bool:
 
 def require_approved(path: Path, cell: str, seed: int) -> dict:
     """The budget manifest at ``path`` (written by ``ma gate approve``), if it approves ``seed``
-    of ``cell``: what every live job checks before its first call (``ma gate check``, ``ma cell
-    --gate``), so a run the gate cut after it was scheduled stops (protocol §5.3).
+    of ``cell``: what every live job checks before its first call (``ma gate check``), so a run
+    the gate cut after it was scheduled stops (protocol §5.3).
 
     Raises:
         ConfigError: no manifest at ``path``.
