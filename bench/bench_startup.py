@@ -10,7 +10,7 @@ ma cell, floor, ma gather, floor, ma gate, then the next round), each in a scrat
   (``--allow-missing``) and ``ma gate approve`` of the test live design on the mock's key.
 
 The floor is measured twice next to each command: as Python starts (the issue's floor; OpenBLAS
-starts its threads, about 0.08 CPU s) and with OPENBLAS_NUM_THREADS=1, the setting every `ma`
+starts its threads, about 0.1 CPU s) and with OPENBLAS_NUM_THREADS=1, the setting every `ma`
 process gives itself (market_agents/__init__.py), so the same imports cost the same: the
 stricter ratio. Each ratio is the median over the rounds of command / the floor measured next to
 it. The

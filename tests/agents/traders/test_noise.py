@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from market_agents.agents.traders.noise import NoiseTrader, activity_path
@@ -56,13 +56,17 @@ def test_aggressive_noise_orders_are_ioc_and_more_frequent_when_activity_is_high
 
 @settings(max_examples=20, deadline=None)
 @given(st.integers(0, 2**32 - 1))
+@example(191450089)  # acf 0.474 at lag 100: under the 0.5 this test once asked (2026-12-04)
 def test_trading_activity_is_normal_or_a_burst_lasting_hundreds_of_ticks(seed):
     a = activity_path(20_000, np.random.default_rng(seed))
     assert a.shape == (20_000,) and (a >= 1.0).all()
-    # persistent: a spell far outlives the 20-tick decision interval (half-life 1,000 ticks)
+    # persistent: a spell far outlives the 20-tick decision interval (half-life 1,000 ticks).
+    # The sample acf of log A at lag 100 over 20,000 ticks (20 half-lives) spreads widely:
+    # median 0.88, 1st percentile 0.65, lowest 0.47 over 3,400 seeds; spells as short as the
+    # decision interval would give about 0.
     x = np.log(a)
     if x.std() > 0.05:
-        assert realism.acf_many(x - x.mean(), 100)[99] > 0.5
+        assert realism.acf_many(x - x.mean(), 100)[99] > 0.3
 
 
 def test_trading_activity_spends_about_half_its_time_normal():
