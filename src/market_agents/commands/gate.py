@@ -4,11 +4,12 @@ reconciliation of spend after a tier (reconcile)."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from market_agents import layout
 from market_agents.commands import add_guard_flags, add_results_flag, build_guard, results_root
-from market_agents.errors import ConfigError
+from market_agents.errors import BudgetExceeded, ConfigError
 from market_agents.pipeline.workflow_config import DEFAULTS
 
 
@@ -122,9 +123,18 @@ def _approve(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from market_agents.protocol.gate import require_approved
+    from market_agents.protocol.gate import is_approved
 
-    manifest = require_approved(args.manifest, args.cell, args.seed)
+    if not args.manifest.exists():
+        raise ConfigError(f"{args.manifest} does not exist: run the budget gate first "
+                          "(snakemake runs it before any live job)")
+    manifest = json.loads(args.manifest.read_text())
+    if not is_approved(manifest, args.cell, args.seed):
+        raise BudgetExceeded(
+            f"{args.manifest}: {args.cell} seed {args.seed} is not approved (cut by the order "
+            "of sacrifice, or added after the gate ran). Re-run snakemake: the target then "
+            "requests only approved runs and the gate re-approves a changed design"
+        )
     print(f"approved: {manifest['design']}/{args.cell} seed {args.seed}")
     return 0
 

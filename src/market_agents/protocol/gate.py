@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from market_agents.errors import BudgetExceeded, ConfigError
+from market_agents.errors import ConfigError
 from market_agents.layout import ROOT, budget_manifest, run_dir
 from market_agents.protocol import ledger
 from market_agents.protocol.design import Design
@@ -156,27 +156,6 @@ def _by_cell(runs: Iterable[RunPlan]) -> dict[str, list[int]]:
 def is_approved(manifest: dict, cell: str, seed: int) -> bool:
     """Whether a gate manifest approves ``seed`` of ``cell`` (a cut seed is not approved)."""
     return seed in manifest.get("approved", {}).get(cell, [])
-
-
-def require_approved(path: Path, cell: str, seed: int) -> dict:
-    """The budget manifest at ``path`` (written by ``ma gate approve``), if it approves ``seed``
-    of ``cell``: what every live job checks before its first call (``ma gate check``), so a run
-    the gate cut after it was scheduled stops (protocol §5.3).
-
-    Raises:
-        ConfigError: no manifest at ``path``.
-        BudgetExceeded: the run is not approved (cut, or added after the gate ran).
-    """
-    if not path.exists():
-        raise ConfigError(f"{path} does not exist: run the budget gate first "
-                          "(snakemake runs it before any live job)")
-    manifest = json.loads(path.read_text())
-    if not is_approved(manifest, cell, seed):
-        raise BudgetExceeded(
-            f"{path}: {cell} seed {seed} is not approved (cut by the order of sacrifice, or "
-            "added after the gate ran). Re-run snakemake: the target then requests only "
-            "approved runs and the gate re-approves a changed design")
-    return manifest
 
 
 # --- reading designs and run directories ------------------------------------------------------
