@@ -1,12 +1,14 @@
-# Free runs (no paid call: classical and mock cells): one job, one process per batch of up to
-# `runs_per_job` seeds of a cell (config/workflow.yaml). `ma cell --seed S1 S2 ... --score` writes
-# each run directory results/runs/<design>/<cell>/seed<NNNN>/ (atomically) and its outcomes.json,
-# as `ma design` does, then runs_<first>-<last>_<chash>.json, the job's output (chash: the
-# cell's config_hash, so a changed cell asks for a new record, with or without .snakemake's
-# records). A finished run is kept (a killed job resumes where it stopped); one made from another
-# config, paid for nothing, is run again; making a run removes the records that named it. Free
-# runs use no response cache, as in `ma design`, so no outcome depends on the order in which
-# jobs ran.
+# Free runs (no paid call: classical, mock and library cells): one job, one process per batch of
+# up to `runs_per_job` runs (config/workflow.yaml), cells x seeds: a cell's seeds in chunks, and
+# the cells with the same chunk together (protocol/batches.plan_batches). `ma cell CELL… --seed
+# S1 S2 ... --score` writes each run directory results/runs/<design>/<cell>/seed<NNNN>/
+# (atomically) and its outcomes.json, as `ma design` does, then
+# results/runs/<design>/runs_<first>-<last>_<key>.json, the job's output (key: the cells'
+# config hashes and the code, so a changed cell asks for a new record, with or without
+# .snakemake's records). A finished run is kept (a killed job resumes where it stopped, and an
+# unchanged cell's runs are not made again); one made from another config, paid for nothing, is
+# run again; making a run removes the records that named it. Free runs use no response cache,
+# as in `ma design`, so no outcome depends on the order in which jobs ran.
 # Live runs have their own rule, one job per run: they wait for the budget gate, are serialized
 # by the `api` resource (`--resources api=K` runs K at once, sharing the design's response cache)
 # and never re-run because a gate or design file was touched. Rehearsals are one job per run too
@@ -17,19 +19,20 @@ rule simulate:
     input:
         library=W.library_input,
     output:
-        runs=W.cell_runs,
+        runs=W.batch_record,
     log:
-        W.log("simulate", "{design}", "{cell}", "runs_{first}-{last}_{chash}.log"),
+        W.log("simulate", "{design}", "runs_{first}-{last}_{chash}.log"),
     params:
         design=W.design_yaml,
-        seeds=W.cell_seeds,
+        cells=W.batch_cells,
+        seeds=W.batch_seeds,
     wildcard_constraints:
         first=r"\d+",
         last=r"\d+",
         chash=r"[0-9a-f]{12}",
     threads: 1
     shell:
-        "{MA} cell {params.design} {wildcards.cell} --seed {params.seeds} --score --replace-stale"
+        "{MA} cell {params.design} {params.cells} --seed {params.seeds} --score --replace-stale"
         " --runs-file {output.runs} > {log} 2>&1"
 
 

@@ -2,6 +2,7 @@
 do, dry runs count live jobs without calling anything, bad input gets a clear message."""
 
 import importlib.util
+import json
 import re
 import shutil
 import subprocess
@@ -18,8 +19,9 @@ def test_exploratory_runs_then_nothing_to_do(workdir, tmp_path):
     first = smk(workdir, "--cores", "2", "exploratory",
                 "results/runs/exploratory/sensitivity.parquet")
     assert first.returncode == 0, first.stderr[-3000:]
-    # one process per batch of free runs (`ma cell --seed 1 2 --score`), and no response cache
-    assert re.search(r"^simulate\s+2$", first.stdout + first.stderr, re.M)
+    # one process per batch of free runs (`ma cell share_0 share_25 --seed 1 2 --score`: the
+    # design's 4 runs, under runs_per_job), and no response cache
+    assert re.search(r"^simulate\s+1$", first.stdout + first.stderr, re.M)
     assert not re.search(r"^outcomes\s+\d+$", first.stdout + first.stderr, re.M)
     assert not (workdir / "results/cache").exists()
     table = pl.read_parquet(workdir / "results/runs/exploratory/outcomes.parquet")
@@ -53,13 +55,16 @@ def test_exploratory_runs_then_nothing_to_do(workdir, tmp_path):
 RUNS = "results/runs/exploratory"
 
 
-def _records(workdir, cell):
-    return sorted(p.name for p in (workdir / RUNS / cell).glob("runs_*.json"))
+def _records(workdir, cell=None):
+    """The batch records of the test exploratory design, of one cell's runs when named."""
+    records = sorted((workdir / RUNS).glob("runs_*.json"))
+    return [p.name for p in records
+            if cell is None or json.loads(p.read_text())["config_hash"].keys() == {cell}]
 
 
 @pytest.mark.slow(21)
 def test_free_runs_resume_and_no_record_outlives_its_runs(workdir):
-    """A batch's record (runs_<first>-<last>_<chash>.json) is the workflow's only mark that its
+    """A batch's record (runs_<first>-<last>_<key>.json) is the workflow's only mark that its
     free runs are made: a stopped batch resumes, a run deleted under its record is made again,
     and a changed cell is run again, also when .snakemake no longer remembers the old params
     and another batch size made its runs in between."""
@@ -69,21 +74,22 @@ def test_free_runs_resume_and_no_record_outlives_its_runs(workdir):
         found = re.search(r"^simulate\s+(\d+)$", done.stdout + done.stderr, re.M)
         return int(found.group(1)) if found else 0  # batches run
 
-    run()
+    two = ("--config", "runs_per_job=2")  # one cell (2 seeds) a batch
+    assert run(*two) == 2
     table = pl.read_parquet(workdir / RUNS / "outcomes.parquet")
     [record] = _records(workdir, "share_25")
-    assert record.startswith("runs_0001-0002_")
+    assert record.startswith("runs_0001-0002_") and len(_records(workdir)) == 2
     # share_25's batch stopped after its first run (no record, nothing gathered yet), and a
     # run of share_0 deleted by hand under its record: the batch resumes, keeping its first
     # run, and the deleted run's record is void, so its batch is made again too (issue 27:
     # before, the gather stopped naming it and only the next command made it)
     shutil.rmtree(workdir / RUNS / "share_25/seed0002")
-    (workdir / RUNS / "share_25" / record).unlink()
+    (workdir / RUNS / record).unlink()
     shutil.rmtree(workdir / RUNS / "share_0/seed0002")
     (workdir / RUNS / "outcomes.parquet").unlink()
     kept = (workdir / RUNS / "share_25/seed0001/manifest.json").stat().st_mtime_ns
-    assert run() == 2
-    log = (workdir / "results/logs/simulate/exploratory/share_25" / record.replace(
+    assert run(*two) == 2
+    log = (workdir / "results/logs/simulate/exploratory" / record.replace(
         ".json", ".log")).read_text().split()
     # a run made says what its LLM traders did after a colon (ma cell's line, issue 37)
     assert [w.rstrip(":") for w in log[:4]] == ["reused", f"{RUNS}/share_25/seed0001", "ran",
@@ -100,14 +106,21 @@ def test_free_runs_resume_and_no_record_outlives_its_runs(workdir):
     assert changed.filter(pl.col("cell") == "share_25")["llm_share"].to_list() == [0.3, 0.3]
     assert changed.filter(pl.col("cell") == "share_0").equals(
         table.filter(pl.col("cell") == "share_0"))
-    assert not (workdir / RUNS / "share_25" / record).exists()  # it named the replaced runs
+    assert record not in _records(workdir)  # it named the replaced runs
     # restored, with the first batch size and without .snakemake's records (as after `make
     # clean`): the first record is asked for again, and its batch runs again
     shutil.rmtree(workdir / ".snakemake")
     design.write_text(text)
-    assert run() == 1
+    assert run(*two) == 1
     assert pl.read_parquet(workdir / RUNS / "outcomes.parquet").equals(table)
     assert record in _records(workdir, "share_25")
+    # the default batch size: both cells in one job, which keeps every run
+    assert run() == 1
+    alone = {*_records(workdir, "share_0"), *_records(workdir, "share_25")}
+    [both] = set(_records(workdir)) - alone
+    log = (workdir / "results/logs/simulate/exploratory" / both.replace(".json", ".log"))
+    assert log.read_text().count("reused ") == 4
+    assert pl.read_parquet(workdir / RUNS / "outcomes.parquet").equals(table)
 
 
 @pytest.mark.slow(5)
@@ -119,7 +132,7 @@ def test_dry_run_tier_t1_counts_live_jobs_and_decisions_without_calls(workdir):
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-3000:]
     assert re.search(r"^simulate_live\s+20$", out, re.M)
-    assert re.search(r"^simulate\s+8$", out, re.M)  # share_0, seeds 101-130, 4 a process
+    assert re.search(r"^simulate\s+3$", out, re.M)  # share_0, seeds 101-130, 12 a process
     assert "budget gate confirmatory/T1: 20 live runs, 20,250 planned decisions" in out
     # issue 27: the dry run says what the real run hits first
     assert re.search(r"budget gate confirmatory/T1: .*; results/manifests/freeze\.json does not "
@@ -268,7 +281,7 @@ def test_a_deleted_free_run_is_made_again_though_its_gather_is_newer(workdir):
     assert again.returncode == 0, out[-3000:]
     assert "Nothing to be done" not in out
     assert re.search(r"^market_agents: results/runs/exploratory/share_0/seed0002 is gone or "
-                     r"changed since results/runs/exploratory/share_0/runs_0001-0002_[0-9a-f]{12}"
+                     r"changed since results/runs/exploratory/runs_0001-0002_[0-9a-f]{12}"
                      r"\.json vouched for it: its batch is made again$", out, re.M)
     assert re.search(r"^simulate\s+1$", out, re.M) and re.search(r"^gather\s+1$", out, re.M)
     assert (workdir / RUNS / "share_0/seed0002/outcomes.json").exists()

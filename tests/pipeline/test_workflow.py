@@ -76,16 +76,17 @@ def test_flags_and_params(wf):
     assert wf.bazaar_api(wc(provider="openai")) == 1
 
 
-def batch(design, cell, first, last, mock=False):
-    """The record of a batch of free runs, named with the cell's config_hash now."""
-    chash = batch_key(config_hash(Workflow({}).designs.get(design).cell_config(cell)))[:12]
-    return f"results/runs/{design}/{cell}/runs_{first:04d}-{last:04d}_{chash}.json"
+def batch(design, cells, first, last):
+    """The record of a batch of free runs, named with its cells' config hashes now."""
+    spec = Workflow({}).designs.get(design)
+    key = batch_key({c: config_hash(spec.cell_config(c)) for c in cells.split()})[:12]
+    return f"results/runs/{design}/runs_{first:04d}-{last:04d}_{key}.json"
 
 
 def test_max_seeds_shortens_every_target(workdir, monkeypatch):
     monkeypatch.chdir(workdir)
     full, small = Workflow({}), Workflow({"max_seeds": 1})
-    assert len(full.outcome_files("sigma")) == 8  # free runs: 30 seeds, 4 a job
+    assert len(full.outcome_files("sigma")) == 3  # free runs: 30 seeds, 12 a job
     assert small.outcome_files("sigma") == [batch("sigma", "share_0", 1, 1)]
     live, fewer = (set(w.outcome_files("pilot_openai")) for w in (full, small))
     assert fewer - live == {batch("pilot_openai", "share_0", 1, 1)}
@@ -93,33 +94,42 @@ def test_max_seeds_shortens_every_target(workdir, monkeypatch):
 
 
 def test_free_runs_are_one_job_per_batch_and_a_live_run_one_job_each(wf):
-    batches = [batch("confirmatory", "share_0", s, min(s + 3, 130)) for s in range(101, 131, 4)]
+    batches = [batch("confirmatory", "share_0", s, min(s + 11, 130)) for s in (101, 113, 125)]
     t1 = wf.outcome_files("confirmatory", "T1")
-    assert [f for f in t1 if not f.endswith("/outcomes.json")] == batches  # 30 free runs, 8 jobs
+    assert [f for f in t1 if not f.endswith("/outcomes.json")] == batches  # 30 free runs, 3 jobs
     live = [f for f in t1 if f.endswith("/outcomes.json")]
     assert len(live) == 20 and all(wf.is_live_run("confirmatory", f.split("/")[3]) for f in live)
-    chash = batches[-1].rsplit("_", 1)[1][:-5]
-    last = wc(design="confirmatory", cell="share_0", first="0129", last="0130", chash=chash)
-    assert wf.cell_seeds(last) == "129 130"
-    assert wf.cell_runs == "results/runs/{design}/{cell}/runs_{first}-{last}_{chash}.json"
+    key = batches[-1].rsplit("_", 1)[1][:-5]
+    last = wc(design="confirmatory", first="0125", last="0130", chash=key)
+    assert (wf.batch_cells(last), wf.batch_seeds(last)) == ("share_0", "125 126 127 128 129 130")
+    assert wf.batch_record == "results/runs/{design}/runs_{first}-{last}_{chash}.json"
     # every later tier is gathered with the control: its batches, once each
     t2 = wf.tier_outcomes(wc(design="confirmatory", tier="T2", kind="runs"))
     assert [f for f in t2 if f in batches] == batches
     # a rehearsal is one job per run, the control's runs included
     rehearsed = wf.outcome_files("confirmatory", "T1", mock=True)
     assert len(rehearsed) == 50 and all(f.endswith("/outcomes.json") for f in rehearsed)
-    # the exploratory design (3 seeds a cell): one job per cell
+    # the exploratory design (3 seeds a cell): four cells a job, in design order
     design = wf.designs.get("exploratory")
-    assert wf.outcome_files("exploratory") == [
-        batch("exploratory", c, 1, 3) for c in design.cells if not design.cells[c].unavailable]
+    cells = [c for c in design.cells if not design.cells[c].unavailable]
+    assert len(cells) > 8
+    groups = [" ".join(cells[i:i + 4]) for i in range(0, len(cells), 4)]
+    assert wf.outcome_files("exploratory") == [batch("exploratory", g, 1, 3) for g in groups]
+    first = wf.outcome_files("exploratory")[0].rsplit("_", 1)[1][:-5]
+    assert wf.batch_cells(wc(design="exploratory", first="0001", last="0003",
+                             chash=first)) == groups[0]
     # runs_per_job sets the batches: one run per job, or the whole cell in one
     one = Workflow({"runs_per_job": 1}).outcome_files("sigma")
     assert len(one) == 30 and one[0] == batch("sigma", "share_0", 1, 1)
     assert Workflow({"runs_per_job": 30}).outcome_files("sigma") == [
         batch("sigma", "share_0", 1, 30)]
+    assert Workflow({"runs_per_job": 5}).outcome_files("exploratory")[0] == batch(
+        "exploratory", cells[0], 1, 3)
     # a live cell's runs are never made by the free runs' rule (no budget gate there); a batch
-    # the design does not have, or has no more (another config_hash), is named with the ones
-    # it has
+    # the design does not have, or has no more (another key), is named with the ones it has
+    with pytest.raises(ConfigError, match=r"not a batch of free runs of confirmatory now "
+                                          r"\(runs_per_job 12\): runs_0101-0112_"):
+        wf.batch_seeds(wc(design="confirmatory", first="0101", last="0112", chash="0" * 12))
     # a paid cell in a design with no live role (budget and planning price given)
     paid = wf.designs.path("exploratory")
     text = paid.read_text().replace("cap_usd: 0.0", "cap_usd: 5.0")
@@ -130,19 +140,7 @@ def test_free_runs_are_one_job_per_batch_and_a_live_run_one_job_each(wf):
     paid.write_text(text.replace(mock, live)
                     + "planning: {usd_per_decision: {claude-haiku-5-5: 0.001}}\n")
     with pytest.raises(ConfigError, match="haiku_25 is a live cell of exploratory"):
-        Workflow({}).cell_seeds(wc(design="exploratory", cell="haiku_25", first="0001",
-                                   last="0003", chash=chash))
-    with pytest.raises(ConfigError, match="share_25 is a live cell of confirmatory"):
-        wf.cell_seeds(wc(design="confirmatory", cell="share_25", first="0101", last="0104",
-                         chash=chash))
-    with pytest.raises(ConfigError, match=r"not a batch of free runs of confirmatory/share_0 "
-                                          r"now \(runs_per_job 4\): runs_0101-0104_"):
-        wf.cell_seeds(wc(design="confirmatory", cell="share_0", first="0101", last="0104",
-                         chash="0" * 12))
-    with pytest.raises(ConfigError, match=r"no cell 'nocell' in design 'sigma' \(cells: "
-                                          r"share_0\)"):
-        wf.cell_seeds(wc(design="sigma", cell="nocell", first="0001", last="0004",
-                         chash=chash))
+        Workflow({}).outcome_files("exploratory")
 
 
 def test_unknown_target_and_design_are_named(wf):
@@ -198,26 +196,30 @@ def test_batch_records_are_vetted_against_their_runs(wf, tmp_path, capsys):
 
     from market_agents.core import sha256_file
 
-    cell = tmp_path / "results/runs/d/c"
-    for seed in ("seed0001", "seed0002"):
-        (cell / seed).mkdir(parents=True)
-        (cell / seed / OUTCOMES_FILE).write_text(f'{{"{seed}": 1}}')
-    vouched = {s: sha256_file(cell / s / OUTCOMES_FILE) for s in ("seed0001", "seed0002")}
-    good = cell / "runs_0001-0002_0123456789ab.json"
+    design = tmp_path / "results/runs/d"
+    for run in ("c/seed0001", "c/seed0002", "e/seed0001"):
+        (design / run).mkdir(parents=True)
+        (design / run / OUTCOMES_FILE).write_text(f'{{"{run}": 1}}')
+    vouched = {r: sha256_file(design / r / OUTCOMES_FILE) for r in ("c/seed0001", "e/seed0001")}
+    good = design / "runs_0001-0001_0123456789ab.json"  # two cells, one seed
     good.write_text(json.dumps({"outcomes_sha256": vouched}))
-    gathered = cell.parent / "outcomes.parquet"
+    other = design / "runs_0002-0002_0123456789ab.json"
+    other.write_text(json.dumps({"outcomes_sha256": {"c/seed0002": sha256_file(
+        design / "c/seed0002" / OUTCOMES_FILE)}}))
+    gathered = design / "outcomes.parquet"
     gathered.write_text("gathered")
     root = tmp_path / "results"
     assert wf.vet_batch_records(root) == [] and good.exists() and gathered.exists()
 
-    unreadable = cell / "runs_0003-0003_0123456789ab.json"
+    unreadable = design / "runs_0003-0003_0123456789ab.json"
     unreadable.write_text("{not json")
-    (cell / "seed0002" / OUTCOMES_FILE).write_text("{}")  # changed by hand
-    assert wf.vet_batch_records(root) == [str(cell / "seed0002"), str(unreadable)]
+    (design / "e/seed0001" / OUTCOMES_FILE).write_text("{}")  # changed by hand
+    assert wf.vet_batch_records(root) == [str(design / "e/seed0001"), str(unreadable)]
     assert not good.exists() and not unreadable.exists() and not gathered.exists()
-    assert not (cell / "seed0002" / OUTCOMES_FILE).exists()  # scored again by its batch
-    assert (cell / "seed0001" / OUTCOMES_FILE).exists()
-    assert f"market_agents: {cell / 'seed0002'} is gone or changed since {good}" in (
+    assert other.exists()  # its run is as it was
+    assert not (design / "e/seed0001" / OUTCOMES_FILE).exists()  # scored again by its batch
+    assert (design / "c/seed0001" / OUTCOMES_FILE).exists()
+    assert f"market_agents: {design / 'e/seed0001'} is gone or changed since {good}" in (
         capsys.readouterr().err)
 
 

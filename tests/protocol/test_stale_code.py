@@ -82,9 +82,9 @@ def test_a_changed_engine_asks_the_workflow_for_new_batch_records(monkeypatch):
     from market_agents.pipeline.workflow import Workflow
     from market_agents.protocol import batches
 
-    today = set(Workflow({})._batches("exploratory", "share_0"))
+    today = set(Workflow({})._batches("exploratory"))
     monkeypatch.setattr(batches, "fingerprint", lambda: OTHER)
-    changed = set(Workflow({})._batches("exploratory", "share_0"))
+    changed = set(Workflow({})._batches("exploratory"))
     assert today and changed and not today & changed
 
 
@@ -137,7 +137,7 @@ def test_a_changed_engine_plans_the_free_runs_again_end_to_end(workdir, tmp_path
     plugged = {"PYTHONPATH": install(tmp_path / "site")["PYTHONPATH"]}
     dry = smk(workdir, "-n", "exploratory", **plugged)
     assert dry.returncode == 0, dry.stderr[-3000:]
-    assert jobs(dry) == {"simulate": "2", "gather": "1"}  # share_0 and share_25, seeds 1-2
+    assert jobs(dry) == {"simulate": "1", "gather": "1"}  # share_0 and share_25, seeds 1-2
     again = smk(workdir, "--cores", "2", "exploratory", **plugged)
     assert again.returncode == 0, again.stderr[-3000:]
     code = subprocess.run([sys.executable, "-c", "from market_agents.sim.fingerprint import "
@@ -148,7 +148,7 @@ def test_a_changed_engine_plans_the_free_runs_again_end_to_end(workdir, tmp_path
         for seed in (1, 2):
             run = workdir / run_dir("exploratory", cell, seed)
             assert json.loads((run / "manifest.json").read_text())["code_fingerprint"] == code
-        [record] = (workdir / run_dir("exploratory", cell, 1)).parent.glob("runs_*.json")
-        log = workdir / "results/logs/simulate/exploratory" / cell / f"{record.stem}.log"
-        assert [line.split()[0] for line in log.read_text().splitlines()] == [
-            "replaced", "replaced", "wrote"]  # the old runs' record went with them
+    [record] = (workdir / "results/runs/exploratory").glob("runs_*.json")
+    log = workdir / "results/logs/simulate/exploratory" / f"{record.stem}.log"
+    assert [line.split()[0] for line in log.read_text().splitlines()] == [
+        "replaced"] * 4 + ["wrote"]  # the old runs' record went with them

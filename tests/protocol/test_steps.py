@@ -99,31 +99,32 @@ def test_ma_cell_then_outcomes_then_gather(tmp_path, monkeypatch, capsys):
 
 def test_ma_cell_runs_a_free_cell_in_one_process_and_records_it(tmp_path, monkeypatch,
                                                                  capsys):
-    """The workflow's step for a batch of free runs: every seed in one process, then the batch
-    record; a finished run is kept, a stale one that paid nothing is run again, one that paid
-    is never, and a record that names a run made again is removed."""
+    """The workflow's step for a batch of free runs: cells x seeds in one process, then the
+    batch record; a finished run is kept, a stale one that paid nothing is run again, one that
+    paid is never, and a record that names a run made again is removed."""
     path = tiny_design(tmp_path, live=False)
     monkeypatch.chdir(tmp_path)
-    record = Path("results/runs/tiny/share_25/runs_0001-0002.json")
-    cell = ["cell", str(path), "share_25", "--seed", "1", "2", "--score"]
+    record = Path("results/runs/tiny/runs_0001-0002.json")
+    cell = ["cell", str(path), "share_25", "share_0", "--seed", "1", "2", "--score"]
     assert ma([*cell, "--runs-file", str(record)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split(":")[0] for line in lines] == [
-        "ran results/runs/tiny/share_25/seed0001", "ran results/runs/tiny/share_25/seed0002",
-        f"wrote {record}"]
+    made = [f"results/runs/tiny/{c}/seed000{s}" for c in ("share_25", "share_0") for s in (1, 2)]
+    assert [line.split(":")[0] for line in lines] == [*(f"ran {r}" for r in made),
+                                                      f"wrote {record}"]
     assert all(re.search(r": \d+ LLM requests: \d+ calls, \d+ cache hits, [\d.]+ USD paid$",
                          line) for line in lines[:2]), lines  # what each run did
     data = json.loads(record.read_text())
     runs = {s: run_dir("tiny", "share_25", s) for s in (1, 2)}
-    assert data == {"design": "tiny", "cell": "share_25", "mock": False,
-                    "config_hash": config_hash(load_design(path).cell_config("share_25")),
-                    "outcomes_sha256": {r.name: sha256_file(r / "outcomes.json")
-                                        for r in runs.values()}}
+    assert data == {"design": "tiny", "mock": False,
+                    "config_hash": {c: config_hash(load_design(path).cell_config(c))
+                                    for c in ("share_25", "share_0")},
+                    "outcomes_sha256": {r.removeprefix("results/runs/tiny/"): sha256_file(
+                        Path(r) / "outcomes.json") for r in made}}
     first, outcomes = record.read_bytes(), (runs[1] / "outcomes.json").read_bytes()
     # a killed job resumes: finished runs are kept, and the record is the same bytes
     record.unlink()
     assert ma([*cell, "--runs-file", str(record)]) == 0
-    assert capsys.readouterr().out.count("reused ") == 2 and record.read_bytes() == first
+    assert capsys.readouterr().out.count("reused ") == 4 and record.read_bytes() == first
     # the design changed: a stale run stops `ma design`'s way unless --replace-stale, which
     # runs a free one again (it paid for nothing); no record is written when a run stops
     edited = yaml.safe_load(path.read_text())
@@ -133,10 +134,10 @@ def test_ma_cell_runs_a_free_cell_in_one_process_and_records_it(tmp_path, monkey
     assert ma([*cell, "--runs-file", str(record)]) == 2
     assert "made from another config" in capsys.readouterr().err and not record.exists()
     old, other = record.with_name("runs_0001-0001_x.json"), record.with_name("runs_9.json")
-    old.write_text(json.dumps({"outcomes_sha256": {"seed0001": "made before"}}))
-    other.write_text(json.dumps({"outcomes_sha256": {"seed0009": "another run"}}))
+    old.write_text(json.dumps({"outcomes_sha256": {"share_0/seed0001": "made before"}}))
+    other.write_text(json.dumps({"outcomes_sha256": {"share_0/seed0009": "another run"}}))
     assert ma([*cell, "--replace-stale", "--runs-file", str(record)]) == 0
-    assert capsys.readouterr().out.count("replaced ") == 2
+    assert capsys.readouterr().out.count("replaced ") == 4
     assert not old.exists() and other.exists()  # no record outlives the runs it named
     assert json.loads(record.read_text())["config_hash"] != data["config_hash"]
     assert (runs[1] / "outcomes.json").read_bytes() != outcomes
@@ -151,17 +152,20 @@ def test_ma_cell_runs_a_free_cell_in_one_process_and_records_it(tmp_path, monkey
     assert json.loads((runs[1] / "manifest.json").read_text()) == manifest
     # bad input: one line, exit 2, nothing written
     assert ma(["cell", str(path), "share_25", "--seed", "1", "1", "--score"]) == 2
-    assert "a seed is given twice" in capsys.readouterr().err
-    assert ma(["cell", str(path), "share_0", "--seed", "1", "--runs-file", "x.json"]) == 2
+    assert "--seed 1 1: a seed is given twice" in capsys.readouterr().err
+    assert ma(["cell", str(path), "share_25", "share_25", "--seed", "3", "--any-seed"]) == 2
+    assert "cell share_25 share_25: a cell is given twice" in capsys.readouterr().err
+    assert not run_dir("tiny", "share_25", 3).exists()
+    new = ["cell", str(path), "share_0", "--seed", "3", "--any-seed"]  # a run not made yet
+    assert ma([*new, "--runs-file", "x.json"]) == 2
     assert "--runs-file goes with --score" in capsys.readouterr().err
     # a record that cannot be written is refused before any run, not after them
     Path("plain").write_text("")
     for where in ("plain/runs.json", "results"):
-        assert ma(["cell", str(path), "share_0", "--seed", "1", "--score",
-                   "--runs-file", where]) == 2
+        assert ma([*new, "--score", "--runs-file", where]) == 2
         assert f"--runs-file {where}: not a file that can be written" in (
             capsys.readouterr().err)
-    assert not Path("x.json").exists() and not run_dir("tiny", "share_0", 1).exists()
+    assert not Path("x.json").exists() and not run_dir("tiny", "share_0", 3).exists()
 
 
 @pytest.mark.slow(5)

@@ -22,7 +22,7 @@ from market_agents.bazaar.tiers import TIERS as BAZAAR_TIERS
 from market_agents.config import config_hash
 from market_agents.errors import ConfigError
 from market_agents.pipeline.workflow_config import WorkflowConfig, validate_workflow_config
-from market_agents.protocol.batches import batch_key, broken_cell_runs
+from market_agents.protocol.batches import Batch, batch_key, broken_batch_record, plan_batches
 from market_agents.protocol.planning import run_config
 from market_agents.protocol.registry import DesignRegistry
 from market_agents.protocol.steps import StaleRun, paid_by_other_code
@@ -74,38 +74,52 @@ class Workflow:
     def outcome_files(self, design: str, tier: str | None = None, mock: bool = False) -> list[str]:
         """The files that say every run a target of the design (or one tier of it) needs is
         scored: a live or rehearsed run's outcomes.json; for free runs, the record
-        runs_<first>-<last>_<chash>.json of each batch of up to ``runs_per_job`` seeds of a cell
-        (made by one process, rule ``simulate``)."""
+        runs_<first>-<last>_<key>.json of each batch of up to ``runs_per_job`` runs, cells x
+        seeds (made by one process, rule ``simulate``)."""
         return self._scored(design, self.designs.runs(design, tier, mock, self.config.max_seeds),
                             mock)
 
     def _scored(self, design: str, runs: list[tuple[str, int]], mock: bool) -> list[str]:
         files: dict[str, None] = {}  # ordered, each batch once
-        batches: dict[str, dict[str, list[int]]] = {}
+        batches: dict[str, Batch] | None = None
         for cell, seed in runs:
             if mock or self.is_live_run(design, cell):
                 files[str(layout.run_dir(design, cell, seed, mock) / OUTCOMES_FILE)] = None
             else:
-                if cell not in batches:
-                    batches[cell] = self._batches(design, cell)
-                files[next(p for p, b in batches[cell].items() if seed in b)] = None
+                batches = self._batches(design) if batches is None else batches
+                files[next(p for p, (cells, seeds) in batches.items()
+                           if cell in cells and seed in seeds)] = None
         return list(files)
 
-    def _batches(self, design: str, cell: str) -> dict[str, list[int]]:
-        """The free runs of a cell the workflow makes, by record path: batches of
-        ``runs_per_job`` seeds in design order (the first ``max_seeds`` seeds when set); the
-        record's name carries the cell's config_hash and the code fingerprint
-        (``batches.batch_key``), so a changed cell or engine asks for new ones."""
-        seeds = [s for c, s in self.designs.runs(design, max_seeds=self.config.max_seeds)
-                 if c == cell]
-        chash = batch_key(config_hash(run_config(self.designs.get(design), cell)))
-        n = self.config.runs_per_job
-        return {str(layout.cell_runs_path(design, cell, seeds[i:i + n], chash)): seeds[i:i + n]
-                for i in range(0, len(seeds), n)}
+    def _batches(self, design: str) -> dict[str, Batch]:
+        """The free runs of a design the workflow makes, by record path: its free cells' runs
+        (the first ``max_seeds`` seeds of each when set) in batches of up to ``runs_per_job``
+        (``batches.plan_batches``); the record's name carries the cells' config hashes and the
+        code fingerprint (``batches.batch_key``), so a changed cell or engine asks for new
+        ones.
+
+        Raises:
+            ConfigError: a paid cell in a design without live roles (its runs would be free
+                runs, unguarded).
+        """
+        spec = self.designs.get(design)
+        seeds: dict[str, list[int]] = {}
+        for cell, seed in self.designs.runs(design, max_seeds=self.config.max_seeds):
+            if self.is_live_run(design, cell):
+                continue
+            if cell not in seeds and spec.is_live(cell):
+                raise ConfigError(f"{self.design_file(design)}: {cell} is a live cell of "
+                                  f"{design}, which the workflow runs free; a paid cell runs "
+                                  "one job a run, behind the budget gate, only in a live design")
+            seeds.setdefault(cell, []).append(seed)
+        hashes = {cell: config_hash(run_config(spec, cell)) for cell in seeds}
+        return {str(layout.batch_record_path(
+                    design, chunk, batch_key({c: hashes[c] for c in cells}))): (cells, chunk)
+                for cells, chunk in plan_batches(seeds, self.config.runs_per_job)}
 
     def vet_batch_records(self, root: Path | str = layout.ROOT) -> list[str]:
         """Drop every batch record of free runs whose runs are no longer all there
-        (``batches.broken_cell_runs``), saying so on stderr, and remove the design's gathered
+        (``batches.broken_batch_record``), saying so on stderr, and remove the design's gathered
         parquet files, which report those runs as they were (derived files, gathered again at
         no cost): Snakemake then gathers again, which needs the batch again (``ma cell`` keeps
         the runs that are finished), instead of "Nothing to be done" over a deleted run.
@@ -122,15 +136,15 @@ class Workflow:
         """
         gone = []
         runs = layout.runs_dir(root=root)  # every design's folder
-        for record in sorted(runs.glob(f"*/*/{layout.RUNS_GLOB}")):
-            run = broken_cell_runs(record)
+        for record in sorted(runs.glob(f"*/{layout.RUNS_GLOB}")):
+            run = broken_batch_record(record)
             if run is None:
                 continue
             print(f"market_agents: {run} is gone or changed since {record} vouched for it: "
                   "its batch is made again", file=sys.stderr)
             gone.append(run)
             # the gathered files first: if this stops half-way, the record still voids them
-            for gathered in record.parent.parent.glob(layout.OUTCOMES_PARQUETS):
+            for gathered in record.parent.glob(layout.OUTCOMES_PARQUETS):
                 gathered.unlink(missing_ok=True)
             # an outcomes.json other than the one vouched for is scored again from the run's
             # ticks (``ma cell`` keeps a finished run's outcomes.json as it finds it)
@@ -206,11 +220,11 @@ class Workflow:
         return {f.split(".")[0]: f"{prefix}/{f}" for f in (*RUN_FILES, OUTCOMES_FILE)}
 
     @property
-    def cell_runs(self) -> str:
+    def batch_record(self) -> str:
         """The output pattern of a batch of free runs (rule ``simulate``), with the wildcards
-        ``first`` and ``last`` (its first and last seed) and ``chash`` (the cell's
-        config_hash, 12 hex digits)."""
-        return layout.cell_runs_pattern()
+        ``first`` and ``last`` (its first and last seed) and ``chash`` (its
+        ``batches.batch_key``, 12 hex digits)."""
+        return layout.batch_record_pattern()
 
     # --- live designs and cells -----------------------------------------------------------
 
@@ -278,10 +292,11 @@ class Workflow:
         return files
 
     def library_input(self, wildcards: Any) -> list[str]:
-        """A live cell that replays a frozen library needs the file first (the library is built
-        from live T1 runs; a rehearsal must never start live work)."""
-        path = self.designs.frozen_library(wildcards.design, wildcards.cell)
-        return [path] if path else []
+        """The frozen libraries the cells of a batch of free runs replay, needed first (a
+        library is built from live T1 runs; a rehearsal must never start live work)."""
+        paths = (self.designs.frozen_library(wildcards.design, cell)
+                 for cell in self._batch(wildcards)[0])
+        return sorted({p for p in paths if p})
 
     def rehearsal_freeze_input(self, wildcards: Any) -> list[str]:
         """A rehearsed equal-USD cell reads its usd_cap from the rehearsal's freeze (made from
@@ -361,26 +376,26 @@ class Workflow:
         """The rehearsal's own cache (the rehearsed library is built from it)."""
         return self.cache(wildcards.design, mock=True)
 
-    def cell_seeds(self, wildcards: Any) -> str:
-        """The seeds of one batch of a free cell (``--seed`` of rule ``simulate``), named by its
-        first and last seed."""
-        design, cell = wildcards.design, wildcards.cell
-        asked = self.cell_runs.format(design=design, cell=cell, first=wildcards.first,
-                                      last=wildcards.last, chash=wildcards.chash)
-        cells = self.designs.get(design).cells
-        if cell not in cells:
-            raise ConfigError(f"{asked}: no cell {cell!r} in design {design!r} (cells: "
-                              f"{', '.join(cells)})")
-        if self.is_live_run(design, cell) or self.designs.get(design).is_live(cell):
-            # (the second: a paid cell in a design without live roles never runs unguarded)
-            raise ConfigError(f"{asked}: {cell} is a live cell of {design}; its runs are one "
-                              "job each, behind the budget gate (ask for the design's target)")
-        batches = self._batches(design, cell)
+    def _batch(self, wildcards: Any) -> Batch:
+        """The batch of free runs a ``simulate`` job makes, by its record's wildcards."""
+        design = wildcards.design
+        asked = self.batch_record.format(design=design, first=wildcards.first,
+                                         last=wildcards.last, chash=wildcards.chash)
+        batches = self._batches(design)
         if asked not in batches:
-            raise ConfigError(f"{asked}: not a batch of free runs of {design}/{cell} now "
+            raise ConfigError(f"{asked}: not a batch of free runs of {design} now "
                               f"(runs_per_job {self.config.runs_per_job}): "
                               f"{', '.join(Path(p).name for p in batches) or 'none'}")
-        return " ".join(map(str, batches[asked]))
+        return batches[asked]
+
+    def batch_cells(self, wildcards: Any) -> str:
+        """The cells of one batch of free runs (rule ``simulate``), named by its record."""
+        return " ".join(self._batch(wildcards)[0])
+
+    def batch_seeds(self, wildcards: Any) -> str:
+        """The seeds each cell of one batch of free runs runs (``--seed`` of rule
+        ``simulate``)."""
+        return " ".join(map(str, self._batch(wildcards)[1]))
 
     def rehearsal_cell_hash(self, wildcards: Any) -> str:
         """The rehearsed cell's config hash (every live route served by the mock)."""

@@ -64,8 +64,8 @@ class WorkflowConfig(Strict):
         description="planned USD per decision; the pilot's cost criterion is checked against it",
     )
     runs_per_job: int = Field(
-        default=4, ge=1, description="free runs of one cell made by one job, in one process: "
-        "fewer jobs start fewer processes; more jobs keep more cores busy"
+        default=12, ge=1, description="free runs (cells x seeds) made by one job, in one "
+        "process: fewer jobs start fewer processes; more jobs keep more cores busy"
     )
     max_seeds: int | None = Field(
         default=None, ge=1, description="only the first N seeds of every cell (a small stage)"

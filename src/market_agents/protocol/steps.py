@@ -34,7 +34,7 @@ from market_agents.layout import (
     run_dir,
     sensitivity_path,
 )
-from market_agents.protocol.batches import MissingRuns, forget_cell_runs
+from market_agents.protocol.batches import MissingRuns, forget_batch_records
 from market_agents.protocol.design import Design, load_design
 from market_agents.protocol.planning import require_freeze, run_config
 from market_agents.protocol.tiers import TIERS
@@ -222,7 +222,7 @@ def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,
             else:
                 did = "reused" if (path / OUTCOMES_FILE).exists() else "scored"
     if did != "reused":
-        forget_cell_runs(path)
+        forget_batch_records(path)
     if did in ("ran", "replaced"):
         simulate(design, cell, seed, mock, cache, root, replay=replay, new_cache=new_cache,
                  guard=guard, paid=paid)
@@ -252,7 +252,7 @@ def gather(design: Design, mock: bool = False, root: Path | str = ROOT,
         path = run_dir(design.name, cell, seed, mock, root)
         if not (path / OUTCOMES_FILE).exists():
             missing.append(str(path))
-            forget_cell_runs(path)  # so the workflow makes its batch again
+            forget_batch_records(path)  # so the workflow makes its batch again
             continue
         manifest = read_manifest(path)
         if not is_fresh(design, cell, mock, path, manifest):
