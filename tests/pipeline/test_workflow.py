@@ -94,14 +94,15 @@ def test_max_seeds_shortens_every_target(workdir, monkeypatch):
 
 
 def test_free_runs_are_one_job_per_batch_and_a_live_run_one_job_each(wf):
-    batches = [batch("confirmatory", "share_0", s, min(s + 11, 130)) for s in (101, 113, 125)]
+    batches = [batch("confirmatory", "share_0", s, s + 9) for s in (101, 111, 121)]
     t1 = wf.outcome_files("confirmatory", "T1")
     assert [f for f in t1 if not f.endswith("/outcomes.json")] == batches  # 30 free runs, 3 jobs
     live = [f for f in t1 if f.endswith("/outcomes.json")]
     assert len(live) == 20 and all(wf.is_live_run("confirmatory", f.split("/")[3]) for f in live)
     key = batches[-1].rsplit("_", 1)[1][:-5]
-    last = wc(design="confirmatory", first="0125", last="0130", chash=key)
-    assert (wf.batch_cells(last), wf.batch_seeds(last)) == ("share_0", "125 126 127 128 129 130")
+    last = wc(design="confirmatory", first="0121", last="0130", chash=key)
+    assert wf.batch_cells(last) == "share_0"
+    assert wf.batch_seeds(last) == " ".join(map(str, range(121, 131)))
     assert wf.batch_record == "results/runs/{design}/runs_{first}-{last}_{chash}.json"
     # every later tier is gathered with the control: its batches, once each
     t2 = wf.tier_outcomes(wc(design="confirmatory", tier="T2", kind="runs"))
@@ -109,11 +110,12 @@ def test_free_runs_are_one_job_per_batch_and_a_live_run_one_job_each(wf):
     # a rehearsal is one job per run, the control's runs included
     rehearsed = wf.outcome_files("confirmatory", "T1", mock=True)
     assert len(rehearsed) == 50 and all(f.endswith("/outcomes.json") for f in rehearsed)
-    # the exploratory design (3 seeds a cell): four cells a job, in design order
+    # the exploratory design (14 cells of 3 seeds): four jobs of 4, 4, 3 and 3 cells, in
+    # design order
     design = wf.designs.get("exploratory")
     cells = [c for c in design.cells if not design.cells[c].unavailable]
-    assert len(cells) > 8
-    groups = [" ".join(cells[i:i + 4]) for i in range(0, len(cells), 4)]
+    assert len(cells) == 14
+    groups = [" ".join(cells[a:b]) for a, b in ((0, 4), (4, 8), (8, 11), (11, 14))]
     assert wf.outcome_files("exploratory") == [batch("exploratory", g, 1, 3) for g in groups]
     first = wf.outcome_files("exploratory")[0].rsplit("_", 1)[1][:-5]
     assert wf.batch_cells(wc(design="exploratory", first="0001", last="0003",
@@ -128,8 +130,8 @@ def test_free_runs_are_one_job_per_batch_and_a_live_run_one_job_each(wf):
     # a live cell's runs are never made by the free runs' rule (no budget gate there); a batch
     # the design does not have, or has no more (another key), is named with the ones it has
     with pytest.raises(ConfigError, match=r"not a batch of free runs of confirmatory now "
-                                          r"\(runs_per_job 12\): runs_0101-0112_"):
-        wf.batch_seeds(wc(design="confirmatory", first="0101", last="0112", chash="0" * 12))
+                                          r"\(runs_per_job 12\): runs_0101-0110_"):
+        wf.batch_seeds(wc(design="confirmatory", first="0101", last="0110", chash="0" * 12))
     # a paid cell in a design with no live role (budget and planning price given)
     paid = wf.designs.path("exploratory")
     text = paid.read_text().replace("cap_usd: 0.0", "cap_usd: 5.0")

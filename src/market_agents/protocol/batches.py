@@ -28,9 +28,10 @@ Batch = tuple[tuple[str, ...], tuple[int, ...]]
 
 def plan_batches(seeds: Mapping[str, Sequence[int]], runs_per_job: int) -> list[Batch]:
     """Group a design's free runs into batches of at most ``runs_per_job`` runs, each made by
-    one process: a cell's seeds in chunks of ``runs_per_job`` (design order), then the cells
-    whose chunk is the same seeds together, as many as fit (issue 38: the exploratory design's
-    14 cells of 3 seeds are 14 processes one cell a job, 4 at 12 runs a job).
+    one process: a cell's seeds in as few chunks as fit (sizes differing by one at most, so
+    the jobs keep the cores equally busy), then the cells whose chunk is the same seeds
+    together, likewise (issue 38: the exploratory design's 14 cells of 3 seeds are 14
+    processes one cell a job, 4 at 12 runs a job).
 
     Args:
         seeds: each free cell's seeds, in design order.
@@ -42,13 +43,19 @@ def plan_batches(seeds: Mapping[str, Sequence[int]], runs_per_job: int) -> list[
     """
     chunks: dict[tuple[int, ...], list[str]] = {}  # same seeds, cells in design order
     for cell, cell_seeds in seeds.items():
-        for i in range(0, len(cell_seeds), runs_per_job):
-            chunks.setdefault(tuple(cell_seeds[i:i + runs_per_job]), []).append(cell)
-    batches = []
-    for chunk, cells in chunks.items():
-        fit = max(1, runs_per_job // len(chunk))
-        batches += [(tuple(cells[i:i + fit]), chunk) for i in range(0, len(cells), fit)]
-    return batches
+        for chunk in _even(list(cell_seeds), runs_per_job):
+            chunks.setdefault(tuple(chunk), []).append(cell)
+    return [(tuple(group), chunk) for chunk, cells in chunks.items()
+            for group in _even(cells, max(1, runs_per_job // len(chunk)))]
+
+
+def _even(items: list, most: int) -> list[list]:
+    """``items`` in as few consecutive parts of at most ``most`` as there can be, the sizes
+    differing by one at most (the longer ones first)."""
+    parts = -(-len(items) // most)
+    size, longer = divmod(len(items), parts)
+    bounds = [i * size + min(i, longer) for i in range(parts + 1)]
+    return [items[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
 def batch_key(config_hashes: Mapping[str, str]) -> str:
