@@ -55,6 +55,7 @@ class Workflow:
         python = shlex.quote(sys.executable)
         self.ma = f"{python} -m market_agents.cli"
         self.snakemake = f"{python} -m snakemake"
+        self._batch_plans: dict[str, dict[str, Batch]] = {}  # by design: one plan a DAG
 
     dag_before_freeze = DAG_BEFORE_FREEZE
     dag_after_freeze = DAG_AFTER_FREEZE
@@ -102,6 +103,8 @@ class Workflow:
             ConfigError: a paid cell in a design without live roles (its runs would be free
                 runs, unguarded).
         """
+        if design in self._batch_plans:  # asked by every simulate job's input and params
+            return self._batch_plans[design]
         spec = self.designs.get(design)
         seeds: dict[str, list[int]] = {}
         for cell, seed in self.designs.runs(design, max_seeds=self.config.max_seeds):
@@ -113,9 +116,11 @@ class Workflow:
                                   "one job a run, behind the budget gate, only in a live design")
             seeds.setdefault(cell, []).append(seed)
         hashes = {cell: config_hash(run_config(spec, cell)) for cell in seeds}
-        return {str(layout.batch_record_path(
-                    design, chunk, batch_key({c: hashes[c] for c in cells}))): (cells, chunk)
-                for cells, chunk in plan_batches(seeds, self.config.runs_per_job)}
+        self._batch_plans[design] = {
+            str(layout.batch_record_path(design, chunk,
+                                         batch_key({c: hashes[c] for c in cells}))): (cells, chunk)
+            for cells, chunk in plan_batches(seeds, self.config.runs_per_job)}
+        return self._batch_plans[design]
 
     def vet_batch_records(self, root: Path | str = layout.ROOT) -> list[str]:
         """Drop every batch record of free runs whose runs are no longer all there
