@@ -1,6 +1,7 @@
 """The workflow object the rules call: files, input functions and parameters, without
 Snakemake (the Snakefile itself is run end to end in test_snakefile.py)."""
 
+import re
 import shlex
 import subprocess
 import sys
@@ -127,6 +128,19 @@ def test_free_runs_are_one_job_per_batch_and_a_live_run_one_job_each(wf):
         batch("sigma", "share_0", 1, 30)]
     assert Workflow({"runs_per_job": 5}).outcome_files("exploratory")[0] == batch(
         "exploratory", cells[0], 1, 3)
+    # a batch never mixes a cell that replays a frozen library with others: the control's runs
+    # wait for no library (built from live T1 runs), however large the batches
+    big = Workflow({"runs_per_job": 60})
+    plans = list(big._batches("confirmatory").values())
+    library = [c for c in wf.designs.get("confirmatory").cells
+               if wf.designs.frozen_library("confirmatory", c)]
+    assert library and any(len(cells) > 1 for cells, _ in plans)
+    assert all(set(cells) <= set(library) or not set(cells) & set(library)
+               for cells, _ in plans)
+    control = next(p for p, (cells, _) in big._batches("confirmatory").items()
+                   if "share_0" in cells)
+    first, last, key = re.match(r".*runs_(\d+)-(\d+)_(\w+)\.json", control).groups()
+    assert big.library_input(wc(design="confirmatory", first=first, last=last, chash=key)) == []
     # a live cell's runs are never made by the free runs' rule (no budget gate there); a batch
     # the design does not have, or has no more (another key), is named with the ones it has
     with pytest.raises(ConfigError, match=r"not a batch of free runs of confirmatory now "
