@@ -128,6 +128,17 @@ def test_free_runs_are_one_job_per_batch_and_a_live_run_one_job_each(wf):
         batch("sigma", "share_0", 1, 30)]
     assert Workflow({"runs_per_job": 5}).outcome_files("exploratory")[0] == batch(
         "exploratory", cells[0], 1, 3)
+    # a batch is of one tier: a tier's target needs no other tier's free runs, so a cell of
+    # T6 changed re-makes nothing T1 needs (its reconciled spend, the later gates), also in a
+    # small stage where every cell's one seed is the same (the contract's pilot: max_seeds 1)
+    spec = wf.designs.get("confirmatory")
+    for small in (Workflow({"max_seeds": 1}), Workflow({"runs_per_job": 60})):
+        plans = small._batches("confirmatory")
+        assert any(len(cells) > 1 for cells, _ in plans.values())
+        for tier in ("T1", "T4", "T6"):
+            for record in small.outcome_files("confirmatory", tier):
+                if record in plans:
+                    assert {spec.cells[c].tier for c in plans[record][0]} == {tier}, record
     # a batch never mixes a cell that replays a frozen library with others: the control's runs
     # wait for no library (built from live T1 runs), however large the batches
     big = Workflow({"runs_per_job": 60})

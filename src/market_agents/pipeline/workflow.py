@@ -95,9 +95,9 @@ class Workflow:
     def _batches(self, design: str) -> dict[str, Batch]:
         """The free runs of a design the workflow makes, by record path: its free cells' runs
         (the first ``max_seeds`` seeds of each when set) in batches of up to ``runs_per_job``
-        (``batches.plan_batches``), the cells that replay a frozen library apart; the record's
-        name carries the cells' config hashes and the code fingerprint (``batches.batch_key``),
-        so a changed cell or engine asks for new ones.
+        (``batches.plan_batches``), each tier's apart and the cells that replay a frozen library
+        apart; the record's name carries the cells' config hashes and the code fingerprint
+        (``batches.batch_key``), so a changed cell or engine asks for new ones.
 
         Raises:
             ConfigError: a paid cell in a design without live roles (its runs would be free
@@ -116,15 +116,17 @@ class Workflow:
                                   "one job a run, behind the budget gate, only in a live design")
             seeds.setdefault(cell, []).append(seed)
         hashes = {cell: config_hash(run_config(spec, cell)) for cell in seeds}
-        # a batch's cells replay the same frozen library or none: a batch waits for the
-        # libraries of its cells, and the control's runs must never wait for one
-        by_library: dict[str | None, dict[str, list[int]]] = {}
+        # A batch's cells are of one tier and replay the same frozen library or none: a tier's
+        # target (and its spend's reconciliation) needs its batches only, so another tier's
+        # cell changed re-makes nothing of it, and the control's runs never wait for a library.
+        parts: dict[tuple[str | None, str | None], dict[str, list[int]]] = {}
         for cell, cell_seeds in seeds.items():
-            by_library.setdefault(self.designs.frozen_library(design, cell), {})[cell] = cell_seeds
+            apart = (spec.cells[cell].tier, self.designs.frozen_library(design, cell))
+            parts.setdefault(apart, {})[cell] = cell_seeds
         self._batch_plans[design] = {
             str(layout.batch_record_path(design, chunk,
                                          batch_key({c: hashes[c] for c in cells}))): (cells, chunk)
-            for part in by_library.values()
+            for part in parts.values()
             for cells, chunk in plan_batches(part, self.config.runs_per_job)}
         return self._batch_plans[design]
 
