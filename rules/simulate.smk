@@ -1,8 +1,10 @@
 # Free runs (no paid call: classical, mock and library cells): one job, one process per batch of
 # up to `runs_per_job` runs (config/workflow.yaml), cells x seeds: a cell's seeds in chunks, and
-# the cells with the same chunk together, in batches of even sizes (batches.plan_batches). `ma cell CELL… --seed
-# S1 S2 ... --score` writes each run directory results/runs/<design>/<cell>/seed<NNNN>/
-# (atomically) and its outcomes.json, as `ma design` does, then
+# the cells with the same chunk together, in batches of even sizes (batches.plan_batches); each
+# tier's cells apart, and cells that replay a frozen library apart (Workflow._batches).
+# `ma cell CELL… --seed S1 S2 ... --score` writes each run directory
+# results/runs/<design>/<cell>/seed<NNNN>/ (atomically) and its outcomes.json, as `ma design`
+# does, then
 # results/runs/<design>/runs_<first>-<last>_<key>.json, the job's output (key: the cells'
 # config hashes and the code, so a changed cell asks for a new record, with or without
 # .snakemake's records). A finished run is kept (a killed job resumes where it stopped, and an
