@@ -5,7 +5,6 @@ import json
 import multiprocessing as mp
 import os
 import signal
-import subprocess
 import sys
 import time
 
@@ -19,6 +18,7 @@ from market_agents.llm.cache import (
     answer_sha256,
     check_record,
 )
+from tests.support import inprocess
 
 
 def test_roundtrip_first_writer_wins_and_put_returns_what_is_stored(tmp_path):
@@ -151,8 +151,7 @@ def _filled(path, n=40, paid=True):
 
 
 def _ma(*args):
-    return subprocess.run([sys.executable, "-m", "market_agents.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=300)
+    return inprocess.ma([str(a) for a in args], os.environ, os.getcwd())
 
 
 def _one_line(proc, code, pattern):

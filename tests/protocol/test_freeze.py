@@ -137,14 +137,13 @@ def test_cli_refuses_a_failed_pilot_unless_accepted_and_never_overwrites(workdir
     accepted; the freeze records the equal-USD cap, the fundamentals' confirmation and the token
     profiles, and the T5 cell reads its cap from it."""
     import json
-    import subprocess
 
     from market_agents.protocol.design import load_design
-    from tests.support.workflow import BIN, env
+    from tests.support import inprocess
+    from tests.support.workflow import env
 
     def ma(*args):
-        return subprocess.run([str(BIN / "ma"), *args], cwd=workdir, env=env(),
-                              capture_output=True, text=True, timeout=120)
+        return inprocess.ma(args, env(), workdir)
 
     assert ma("design", "config/test/designs/sigma.yaml", "--quiet").returncode == 0
     pilot = workdir / "pilot.json"
@@ -400,17 +399,16 @@ def test_a_deviation_records_the_estimands_the_freeze_could_not_estimate(workdir
     """With --deviation the freeze is written, names what it could not estimate and the
     deviation logged with them; without it nothing is written."""
     import json
-    import subprocess
 
     import polars as pl
 
     from market_agents.layout import outcomes_path
     from market_agents.protocol.design import load_design
-    from tests.support.workflow import BIN, env
+    from tests.support import inprocess
+    from tests.support.workflow import env
 
     def ma(*args):
-        return subprocess.run([str(BIN / "ma"), *args], cwd=workdir, env=env(),
-                              capture_output=True, text=True, timeout=120)
+        return inprocess.ma(args, env(), workdir)
 
     assert ma("design", "config/test/designs/sigma.yaml", "--quiet").returncode == 0
     path = "config/test/designs/confirmatory.yaml"

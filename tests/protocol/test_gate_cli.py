@@ -2,11 +2,11 @@
 overrun cuts seeds in the order of sacrifice, and a cut run is refused by `ma gate check`."""
 
 import json
-import subprocess
 
 import pytest
 
-from tests.support.workflow import BIN, env
+from tests.support import inprocess
+from tests.support.workflow import env
 
 DESIGN = "config/test/designs/confirmatory.yaml"
 
@@ -17,9 +17,7 @@ GUARDS = json.dumps({"confirmatory": "main_study"})
 
 
 def _ma(workdir, *args):
-    return subprocess.run([str(BIN / "ma"), *args], cwd=workdir,
-                          env=env(OPENAI_API_KEY="sk-x", MARKET_AGENTS_GUARDS=GUARDS),
-                          capture_output=True, text=True, timeout=120)
+    return inprocess.ma(args, env(OPENAI_API_KEY="sk-x", MARKET_AGENTS_GUARDS=GUARDS), workdir)
 
 
 def _finish(workdir, cell, seed, usd):

@@ -21,7 +21,7 @@ from market_agents.protocol.design import load_design
 from market_agents.protocol.facts import design_facts
 from market_agents.protocol.freeze import mismatches
 from market_agents.testing.fakeserver import FakeAPI
-from tests.support import ROOT
+from tests.support import ROOT, inprocess
 from tests.support.workflow import BIN, env
 
 DESIGN = "config/test/designs/confirmatory.yaml"
@@ -70,12 +70,11 @@ def frozen(_frozen_once, tmp_path):
     return copy, record
 
 
-def _ma(project, *args, api=None, timeout=300):
+def _ma(project, *args, api=None):
     keys = {"OPENAI_API_KEY": "sk-test", "MARKET_AGENTS_GUARDS": GUARDS}
     if api is not None:
         keys["OPENAI_BASE_URL"] = f"{api.url}/v1"
-    return subprocess.run([str(BIN / "ma"), *args], cwd=project, env=env(**keys),
-                          capture_output=True, text=True, timeout=timeout)
+    return inprocess.ma(args, env(**keys), project)
 
 
 def _export(project, design, cell, name):

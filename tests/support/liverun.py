@@ -1,4 +1,5 @@
-"""Helpers to run `ma run` live against the local fake server (tests of the record)."""
+"""Helpers to run `ma run` live against the local fake server (tests of the record): in the
+test's process (`ma_run`) or as a command to start (`ma_run_cmd`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import polars as pl
 
 from market_agents.sim.rundir import TABLES, table_file
-from tests.support import ROOT
+from tests.support import ROOT, inprocess
 
 BASELINE = ROOT / "config" / "baseline.yaml"
 SECRET = "sk-test-record-NEVER-PRINT-4242"
@@ -52,9 +53,12 @@ def ma_run_cmd(out: Path, cache: Path | None, seed: int = 1, *args: str, **overr
 
 
 def ma_run(out: Path, cache: Path | None, api=None, *args: str, seed: int = 1,
-           key: bool = True, timeout: float = 600, **overrides) -> subprocess.CompletedProcess:
-    return subprocess.run(ma_run_cmd(out, cache, seed, *args, **overrides), capture_output=True,
-                          text=True, env=env(api, key), cwd=out.parent, timeout=timeout)
+           key: bool = True, **overrides) -> subprocess.CompletedProcess:
+    """The small live run in this process (``inprocess.ma``), from ``out``'s folder: the tests
+    of the record check its files, exit code and lines, not a process's start (the kill and
+    SIGTERM tests start ``ma_run_cmd`` as a process)."""
+    return inprocess.ma(ma_run_cmd(out, cache, seed, *args, **overrides)[3:], env(api, key),
+                        out.parent)
 
 
 def stored(cache: Path) -> int:
