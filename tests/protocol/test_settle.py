@@ -21,6 +21,7 @@ from market_agents.pipeline.settle import settle
 from market_agents.prices import load_prices
 from market_agents.protocol import ledger
 from market_agents.testing.fakeserver import FakeAPI
+from tests.support import inprocess
 from tests.support.liverun import SECRET, env, ma_run, ma_run_cmd, one_line_error
 
 TOKENS = (1000, 200)  # every answer of the fake server bills this usage
@@ -29,8 +30,7 @@ KILLS = 3
 
 
 def _ma(*args: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "market_agents.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, env=env(), timeout=300)
+    return inprocess.ma(args, env(), cwd)
 
 
 def _kill_after(proc: subprocess.Popen, api: FakeAPI, n: int) -> None:

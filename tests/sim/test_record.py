@@ -9,12 +9,12 @@ import json
 import os
 import re
 import shutil
-import sys
 
 import pytest
 
 from market_agents.llm.cache import PAID_MARKER, ResponseCache
 from market_agents.testing.fakeserver import FakeAPI
+from tests.support import inprocess
 from tests.support.liverun import (
     SECRET,
     env,
@@ -85,7 +85,7 @@ def test_transient_failures_over_the_limit_mark_the_run_failed(tmp_path):
     assert "marked failed" in one_line_error(again) and len(api.requests) == 2 * failed[
         "failures"]
     # a deliberate re-fetch: remove the recorded failures, then run against a healthy server
-    retry = subprocess_ma("cache", "retry-failures", str(cache))
+    retry = run_ma("cache", "retry-failures", str(cache))
     assert retry.returncode == 0, retry.stderr
     assert f"removed {failed['failures']} recorded failure(s) (server_error " in retry.stdout
     assert "USD at the planning profile" in retry.stdout
@@ -97,11 +97,8 @@ def test_transient_failures_over_the_limit_mark_the_run_failed(tmp_path):
     assert usage["failures"] == 0 and usage["calls"] == 25
 
 
-def subprocess_ma(*args):
-    import subprocess
-
-    return subprocess.run([sys.executable, "-m", "market_agents.cli", *args],
-                          capture_output=True, text=True, env=env(), timeout=300)
+def run_ma(*args):
+    return inprocess.ma(args, env(), os.getcwd())
 
 
 def test_transient_failures_under_the_limit_are_retried_and_counted(tmp_path):
@@ -267,11 +264,8 @@ def test_a_design_with_paid_runs_refuses_a_missing_cache(tmp_path):
 
 
 def _cell(project, design, api, seed, *args):
-    import subprocess
-
-    return subprocess.run([sys.executable, "-m", "market_agents.cli", "cell", design,
-                           "share_25", "--seed", str(seed), *args], cwd=project,
-                          capture_output=True, text=True, env=env(api), timeout=300)
+    return inprocess.ma(["cell", design, "share_25", "--seed", str(seed), *args], env(api),
+                        project)
 
 
 def test_key_never_printed(tmp_path):

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support import ROOT
-from tests.support.workflow import BIN, env
+from tests.support import ROOT, inprocess
+from tests.support.workflow import env
 
 LINKED = ("Makefile", "pyproject.toml", "uv.lock", ".venv", "src")
 
@@ -52,8 +52,8 @@ def make(path: Path, *args: str, timeout: float = 600, **extra_env: str):
 
 
 def ma(path: Path, *args: str):
-    return subprocess.run([str(BIN / "ma"), *args], cwd=path, env=env(), capture_output=True,
-                          text=True, timeout=300)
+    """`ma ARGS` in the project, in this process (``inprocess.ma``)."""
+    return inprocess.ma(args, env(), path)
 
 
 def py(path: Path, *args: str, **extra_env: str):
