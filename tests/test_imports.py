@@ -102,7 +102,7 @@ def folder(module: str) -> str:
 
 def test_the_graph_sees_the_package():
     assert len(GRAPH) > 80
-    assert "market_agents.protocol.design" in GRAPH["market_agents.protocol.gate"]
+    assert "market_agents.protocol.design" in GRAPH["market_agents.protocol.planning"]
     # an import under TYPE_CHECKING is not a run-time edge
     assert "market_agents.protocol.guard" not in GRAPH["market_agents.protocol.steps"]
 
@@ -173,3 +173,18 @@ def test_the_package_runs_numpy_with_one_blas_thread_unless_told(given, expect):
     assert out[0] == expect and out[2] == expect
     if given is None and os.path.isdir("/proc/self/task"):
         assert out[1] == "1"  # numpy started no BLAS thread
+
+
+def test_the_gate_check_of_every_live_job_loads_no_table_library(tmp_path):
+    """`ma gate check` starts before every live job and reads one JSON manifest: it loads
+    neither polars nor the spend ledger, planning or run directories (half its start-up)."""
+    manifest = tmp_path / "gate.json"
+    manifest.write_text('{"design": "d", "approved": {"share_25": [1]}}')
+    code = ("import contextlib, io; from market_agents.cli import main; "
+            "out = io.StringIO(); cm = contextlib.redirect_stdout(out); cm.__enter__(); "
+            f"code = main(['gate', 'check', {str(manifest)!r}, '--cell', 'share_25', "
+            "'--seed', '1']); cm.__exit__(None, None, None); "
+            "assert code == 0 and out.getvalue().startswith('approved: d/share_25 seed 1')")
+    assert _loaded_after(code, ("polars", "market_agents.protocol.ledger",
+                                "market_agents.protocol.planning",
+                                "market_agents.sim.rundir")) == []

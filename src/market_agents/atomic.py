@@ -21,12 +21,14 @@ import math
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import polars as pl
+if TYPE_CHECKING:
+    import polars as pl
 
 # errno values are small: a longer number after "os error" is not one (and would overflow
 # os.strerror).
@@ -54,7 +56,13 @@ def naming(path: str | Path) -> Iterator[None]:
         yield
     except OSError as exc:
         raise OSError(exc.errno or errno.EIO, exc.strerror or str(exc), str(path)) from None
-    except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
+    except BaseException as exc:
+        # A polars error can only come from a polars already imported: not importing it here
+        # keeps it out of the commands that write no table (`ma gate check`, every live job).
+        pl = sys.modules.get("polars")
+        if pl is None or not isinstance(exc, (pl.exceptions.PolarsError,
+                                              pl.exceptions.PanicException)):
+            raise
         found = _OS_ERROR.search(str(exc))
         code = int(found.group(1)) if found is not None else 0
         if code > 0:  # errno 0 is "Success": no errno at all

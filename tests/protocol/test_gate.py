@@ -122,7 +122,7 @@ def test_a_runs_spend_is_the_priced_cost_of_its_paid_answers_which_survives_a_ki
     its usd_spent counts only the last execution, usd_live every paid answer it used."""
     import json
 
-    from market_agents.protocol.gate import recorded_usd
+    from market_agents.protocol.ledger import recorded_usd
 
     resumed = tmp_path / "resumed"
     resumed.mkdir()

@@ -13,15 +13,19 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from market_agents.errors import ConfigError
 from market_agents.layout import ROOT, budget_manifest, run_dir
-from market_agents.protocol import ledger
-from market_agents.protocol.design import Design
-from market_agents.protocol.ledger import recorded_usd
-from market_agents.protocol.planning import RunPlan, run_config, run_plans
 from market_agents.protocol.tiers import SACRIFICE_ORDER, tier_key
-from market_agents.sim.rundir import OUTCOMES_FILE
+
+if TYPE_CHECKING:
+    from market_agents.protocol.design import Design
+    from market_agents.protocol.planning import RunPlan
+
+# The spend ledger, the planning and the run directories (polars, the config models) are
+# imported in the functions that read them: every live job's `ma gate check` only reads its
+# manifest (is_approved), and importing them took half of its ~0.28 CPU s.
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,9 @@ def sacrifice(
 
 
 def _refuse(what: str, cap: float, plan: float, spent: float, where: str, advice: str) -> None:
+    # why: heavy (polars, the config models); `ma gate check` needs none of it
+    from market_agents.protocol import ledger
+
     ledger.refuse(what, cap, plan, spent, f"budget gate {where}", advice)
 
 
@@ -172,6 +179,10 @@ def cut_runs(design: str, tier: str, root: Path | str = ROOT) -> set[tuple[str, 
 
 def design_runs(design: Design, results: Path = ROOT) -> list[RunPlan]:
     """The design's planned runs with what each finished one paid (from its run directory)."""
+    # why: heavy (polars, the config models); `ma gate check` needs none of it
+    from market_agents.protocol.ledger import recorded_usd
+    from market_agents.protocol.planning import run_plans
+
     return [replace(r, spent_usd=recorded_usd(run_dir(design.name, r.cell, r.seed,
                                                       root=results)))
             for r in run_plans(design)]
@@ -179,6 +190,9 @@ def design_runs(design: Design, results: Path = ROOT) -> list[RunPlan]:
 
 def project_spent(results: Path = ROOT) -> float:
     """Recorded live spend of the project: the ledger's total (rehearsals live apart)."""
+    # why: heavy (polars, the config models); `ma gate check` needs none of it
+    from market_agents.protocol import ledger
+
     return ledger.spend(results).total_usd
 
 
@@ -188,6 +202,7 @@ def missing_keys(design: Design, cells: list[str]) -> list[tuple[str, str]]:
     # why: the provider registry is the LLM layer; the workflow imports this module at DAG time
     # and only a live tier's key check needs it
     from market_agents.llm.providers.registry import api_key, load_env
+    from market_agents.protocol.planning import run_config  # why: the config models: heavy
 
     load_env()
     missing = []
@@ -215,6 +230,9 @@ def reconcile_tier(design: Design, tier: str, results: Path = ROOT) -> dict:
     """A tier's paid USD (the priced cost of every paid answer its finished runs used, which
     survives a kill) against the plan of those runs, and sum(llm_usd) over their outcomes
     (equal unless a run mixes paid and mock routes: llm_usd prices mock answers too)."""
+    # why: heavy (polars, the config models); `ma gate check` needs none of it
+    from market_agents.sim.rundir import OUTCOMES_FILE
+
     runs = [r for r in design_runs(design, results) if r.tier == tier]
     planned = sum(r.usd for r in runs if r.done)
     spent = sum(r.spent_usd or 0.0 for r in runs)
