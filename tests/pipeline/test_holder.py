@@ -128,9 +128,13 @@ def test_jobs_of_a_killed_snakemake_keep_its_lock_until_they_end(tmp_path):
     _kill(dead)
     _snakemake_lock(state)
     token = holder.read_holder(state / "holder.json").token
-    job = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
-                           stdin=subprocess.PIPE, env={**os.environ, TOKEN_ENV: token})
+    job = subprocess.Popen([sys.executable, "-c", "import sys; print(1, flush=True); "
+                            "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           env={**os.environ, TOKEN_ENV: token})
     try:
+        # Popen returns once the exec began, when /proc/<pid>/environ may still read empty
+        # (the new image's environment is set up after): wait until the job runs Python
+        job.stdout.readline()
         assert jobs_of(token) == [job.pid]
         with pytest.raises(DirectoryLocked, match=rf"pid {dead.pid} .* was stopped, but its "
                            rf"jobs still run \(pid {job.pid}\)"):
