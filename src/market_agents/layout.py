@@ -9,7 +9,7 @@ as ``"{design}"`` (and so on) make a Snakemake pattern. Imports nothing from the
     results/
       runs/<design>/                  a live or free design (design_dir)
         <cell>/seed<NNNN>/            one run directory (run_dir; its files: sim/rundir.py)
-        runs_<a>-<b>_<h>.json         a batch record of free runs (batch_record_path)
+        runs_<a>-<b>_<h>.json         a batch record of free or rehearsed runs (batch_record_path)
         outcomes.parquet              gathered outcomes (outcomes_path), outcomes_<tier>.parquet
         control_sd.parquet            the control SD of every outcome (control_sd_path)
         sensitivity.parquet           re-scored episodes over the grid (sensitivity_path)
@@ -48,8 +48,9 @@ KINDS = (RUNS, REHEARSAL)
 """The ``{kind}`` wildcard's values."""
 LIVE_DIRS = ("runs", "cache", "manifests", "library")
 """What a sanity run must never touch: the live results, caches, manifests and libraries."""
-# A batch of free runs made by one process (batch_record_path): first and last seed, and the
-# first 12 hex digits of the batch key, so a changed cell or engine asks for a new record.
+# A batch of free or rehearsed runs made by one process (batch_record_path): first and last
+# seed, and the first 12 hex digits of the batch key, so a changed cell or engine asks for a new
+# record.
 RUNS_FILE = "runs_{first}-{last}_{chash}.json"
 RUNS_GLOB = "runs_*.json"
 OUTCOMES_PARQUET = "outcomes.parquet"
@@ -130,21 +131,23 @@ def run_pattern(kind: str = "{kind}") -> str:
     return str(design_dir("{design}", kind=kind) / "{cell}" / "seed{seed}")
 
 
-def batch_record_path(design: str, seeds: Sequence[int], key: str,
+def batch_record_path(design: str, seeds: Sequence[int], key: str, mock: bool = False,
                       root: Path | str = ROOT) -> Path:
-    """The record of a batch of free runs, cells x seeds made by one process (``ma cell CELL…
-    --seed S1 S2 … --runs-file``), the workflow's target for them:
-    ``<root>/runs/<design>/runs_<first>-<last>_<key>.json`` with the first and last of
-    ``seeds`` (4 digits, as run directories) and the first 12 hex digits of ``key``
-    (``protocol.batches.batch_key``: the cells' config hashes and the code)."""
+    """The record of a batch of free or rehearsed runs, cells x seeds made by one process
+    (``ma cell CELL… --seed S1 S2 … --runs-file``), the workflow's target for them:
+    ``<root>/runs/<design>/runs_<first>-<last>_<key>.json`` (``rehearsal/`` for ``mock``)
+    with the first and last of ``seeds`` (4 digits, as run directories) and the first 12 hex
+    digits of ``key`` (``protocol.batches.batch_key``: the cells' config hashes and the
+    code)."""
     first, last = f"{seeds[0]:04d}", f"{seeds[-1]:04d}"
-    return design_dir(design, False, root) / RUNS_FILE.format(first=first, last=last,
-                                                              chash=key[:12])
+    return design_dir(design, mock, root) / RUNS_FILE.format(first=first, last=last,
+                                                             chash=key[:12])
 
 
-def batch_record_pattern() -> str:
-    """The batch record as a Snakemake pattern (wildcards design, first, last, chash)."""
-    return str(design_dir("{design}") / RUNS_FILE)
+def batch_record_pattern(kind: str = "{kind}") -> str:
+    """The batch record as a Snakemake pattern (wildcards design, first, last, chash, and
+    kind unless given)."""
+    return str(design_dir("{design}", kind=kind) / RUNS_FILE)
 
 
 def outcomes_path(design: str, mock: bool = False, root: Path | str = ROOT,

@@ -89,7 +89,7 @@ def test_free_runs_resume_and_no_record_outlives_its_runs(workdir):
     (workdir / RUNS / "outcomes.parquet").unlink()
     kept = (workdir / RUNS / "share_25/seed0001/manifest.json").stat().st_mtime_ns
     assert run(*two) == 2
-    log = (workdir / "results/logs/simulate/exploratory" / record.replace(
+    log = (workdir / "results/logs/simulate/runs/exploratory" / record.replace(
         ".json", ".log")).read_text().split()
     # a run made says what its LLM traders did after a colon (ma cell's line, issue 37)
     assert [w.rstrip(":") for w in log[:4]] == ["reused", f"{RUNS}/share_25/seed0001", "ran",
@@ -118,7 +118,7 @@ def test_free_runs_resume_and_no_record_outlives_its_runs(workdir):
     assert run() == 1
     alone = {*_records(workdir, "share_0"), *_records(workdir, "share_25")}
     [both] = set(_records(workdir)) - alone
-    log = (workdir / "results/logs/simulate/exploratory" / both.replace(".json", ".log"))
+    log = (workdir / "results/logs/simulate/runs/exploratory" / both.replace(".json", ".log"))
     assert log.read_text().count("reused ") == 4
     assert pl.read_parquet(workdir / RUNS / "outcomes.parquet").equals(table)
 
@@ -251,6 +251,23 @@ def test_rehearsal_runs_live_cells_on_the_mock_apart_from_live_results(workdir):
     assert (workdir / "results/rehearsal/cache/pilot_openai.sqlite").exists()
     assert not (workdir / "results/runs").exists() and not (workdir / "results/cache").exists()
     assert not (workdir / "results/manifests/budget").exists()  # no gate for the mock
+    # its 6 runs, the live cell's among them, are one job (one process), as free runs are
+    out = done.stdout + done.stderr
+    assert re.search(r"^simulate\s+1$", out, re.M) and "rehearse " not in out, out[-3000:]
+    rehearsal = workdir / "results/rehearsal/pilot_openai"
+    assert len(list(rehearsal.glob("runs_0001-0003_*.json"))) == 1
+    # a rehearsed run deleted under its record is made again, as a free run is
+    shutil.rmtree(rehearsal / "share_25/seed0002")
+    again = smk(workdir, "--cores", "2", "rehearse_pilot")
+    out = again.stdout + again.stderr
+    assert again.returncode == 0, out[-3000:]
+    assert re.search(r"^market_agents: results/rehearsal/pilot_openai/share_25/seed0002 is "
+                     r"gone or changed", out, re.M), out[-3000:]
+    # the same run again, its answers now served from the rehearsal's cache
+    remade = pl.read_parquet(rehearsal / "outcomes.parquet")
+    assert remade.drop("llm_cached_hits").equals(table.drop("llm_cached_hits"))
+    assert remade.filter((pl.col("cell") == "share_25") & (pl.col("seed") == 2))[
+        "llm_cached_hits"].to_list() == [1.0]
 
 
 @pytest.mark.slow(16)

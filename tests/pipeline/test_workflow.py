@@ -70,9 +70,9 @@ def test_flags_and_params(wf):
     assert wf.gather_flags(wc(kind="rehearsal")) == "--mock"
     assert Workflow({"max_seeds": 1}).partial_flag(wc()) == "--allow-missing"
     assert wf.cache_file(wc(design="d")) == "results/cache/d.sqlite"
-    assert wf.rehearsal_cache(wc(design="d")) == "results/rehearsal/cache/d.sqlite"
-    assert wf.rehearsal_cell_hash(wc(design="exploratory", cell="share_0")) != (
-        wf.rehearsal_cell_hash(wc(design="exploratory", cell="share_25")))
+    assert wf.batch_serving(wc(kind="rehearsal", design="d")) == (
+        "--mock --cache results/rehearsal/cache/d.sqlite")
+    assert wf.batch_serving(wc(kind="runs", design="d")) == ""
     assert wf.bazaar_usd_cap(wc(provider="mock")) == ""
     assert wf.bazaar_api(wc(provider="openai")) == 1
 
@@ -101,16 +101,38 @@ def test_free_runs_are_one_job_per_batch_and_a_live_run_one_job_each(wf):
     live = [f for f in t1 if f.endswith("/outcomes.json")]
     assert len(live) == 20 and all(wf.is_live_run("confirmatory", f.split("/")[3]) for f in live)
     key = batches[-1].rsplit("_", 1)[1][:-5]
-    last = wc(design="confirmatory", first="0121", last="0130", chash=key)
+    last = wc(kind="runs", design="confirmatory", first="0121", last="0130", chash=key)
     assert wf.batch_cells(last) == "share_0"
     assert wf.batch_seeds(last) == " ".join(map(str, range(121, 131)))
-    assert wf.batch_record == "results/runs/{design}/runs_{first}-{last}_{chash}.json"
+    assert wf.batch_record == "results/{kind}/{design}/runs_{first}-{last}_{chash}.json"
     # every later tier is gathered with the control: its batches, once each
     t2 = wf.tier_outcomes(wc(design="confirmatory", tier="T2", kind="runs"))
     assert [f for f in t2 if f in batches] == batches
-    # a rehearsal is one job per run, the control's runs included
+    # a rehearsal is batched too, its live cells with the rest (the mock pays nothing): T1's
+    # 50 rehearsed runs, the control's included, are 5 jobs
     rehearsed = wf.outcome_files("confirmatory", "T1", mock=True)
-    assert len(rehearsed) == 50 and all(f.endswith("/outcomes.json") for f in rehearsed)
+    plans = wf._batches("confirmatory", mock=True)
+    assert len(rehearsed) == 5 and set(rehearsed) <= set(plans)
+    assert all(f.startswith("results/rehearsal/confirmatory/runs_") for f in rehearsed)
+    assert sorted((c, s) for f in rehearsed for c in plans[f][0] for s in plans[f][1]) == sorted(
+        wf.designs.runs("confirmatory", "T1", mock=True))
+    # a rehearsed batch replays the rehearsed library or none, and only the equal-USD cells'
+    # batches wait for the rehearsal's freeze
+    spec = wf.designs.get("confirmatory")
+    for record, (cells, _) in plans.items():
+        first, last, key = re.match(r".*runs_(\d+)-(\d+)_(\w+)\.json", record).groups()
+        job = wc(kind="rehearsal", design="confirmatory", first=first, last=last, chash=key)
+        equal = [c for c in cells if spec.cells[c].equal_usd_of]
+        assert equal in ([], list(cells))
+        assert wf.freeze_input(job) == ([wf.manifest("freeze", mock=True)] if equal else [])
+        libraries = {wf.designs.frozen_library("confirmatory", c, mock=True) for c in cells}
+        assert wf.library_input(job) == sorted(p for p in libraries if p)
+        assert all(p.startswith("results/rehearsal/") for p in wf.library_input(job))
+        assert wf.batch_cells(job) == " ".join(cells)
+    assert any(wf.library_input(wc(kind="rehearsal", design="confirmatory", first=f, last=t,
+                                   chash=k))
+               for f, t, k in (re.match(r".*runs_(\d+)-(\d+)_(\w+)\.json", r).groups()
+                               for r in plans))
     # the exploratory design (14 cells of 3 seeds): four jobs of 4, 4, 3 and 3 cells, in
     # design order
     design = wf.designs.get("exploratory")
@@ -119,7 +141,7 @@ def test_free_runs_are_one_job_per_batch_and_a_live_run_one_job_each(wf):
     groups = [" ".join(cells[a:b]) for a, b in ((0, 4), (4, 8), (8, 11), (11, 14))]
     assert wf.outcome_files("exploratory") == [batch("exploratory", g, 1, 3) for g in groups]
     first = wf.outcome_files("exploratory")[0].rsplit("_", 1)[1][:-5]
-    assert wf.batch_cells(wc(design="exploratory", first="0001", last="0003",
+    assert wf.batch_cells(wc(kind="runs", design="exploratory", first="0001", last="0003",
                              chash=first)) == groups[0]
     # runs_per_job sets the batches: one run per job, or the whole cell in one
     one = Workflow({"runs_per_job": 1}).outcome_files("sigma")
@@ -151,12 +173,14 @@ def test_free_runs_are_one_job_per_batch_and_a_live_run_one_job_each(wf):
     control = next(p for p, (cells, _) in big._batches("confirmatory").items()
                    if "share_0" in cells)
     first, last, key = re.match(r".*runs_(\d+)-(\d+)_(\w+)\.json", control).groups()
-    assert big.library_input(wc(design="confirmatory", first=first, last=last, chash=key)) == []
+    assert big.library_input(wc(kind="runs", design="confirmatory", first=first, last=last,
+                                chash=key)) == []
     # a live cell's runs are never made by the free runs' rule (no budget gate there); a batch
     # the design does not have, or has no more (another key), is named with the ones it has
     with pytest.raises(ConfigError, match=r"not a batch of free runs of confirmatory now "
                                           r"\(runs_per_job 12\): runs_0101-0110_"):
-        wf.batch_seeds(wc(design="confirmatory", first="0101", last="0110", chash="0" * 12))
+        wf.batch_seeds(wc(kind="runs", design="confirmatory", first="0101", last="0110",
+                          chash="0" * 12))
     # a paid cell in a design with no live role (budget and planning price given)
     paid = wf.designs.path("exploratory")
     text = paid.read_text().replace("cap_usd: 0.0", "cap_usd: 5.0")

@@ -149,6 +149,6 @@ def test_a_changed_engine_plans_the_free_runs_again_end_to_end(workdir, tmp_path
             run = workdir / run_dir("exploratory", cell, seed)
             assert json.loads((run / "manifest.json").read_text())["code_fingerprint"] == code
     [record] = (workdir / "results/runs/exploratory").glob("runs_*.json")
-    log = workdir / "results/logs/simulate/exploratory" / f"{record.stem}.log"
+    log = workdir / "results/logs/simulate/runs/exploratory" / f"{record.stem}.log"
     assert [line.split()[0] for line in log.read_text().splitlines()] == [
         "replaced"] * 4 + ["wrote"]  # the old runs' record went with them

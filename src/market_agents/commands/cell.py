@@ -1,6 +1,6 @@
 """``ma cell``: cell x seed runs of a design into their run directories (the simulate step); with
 ``--score`` also their outcomes.json, in the same process (the workflow's run rules: one process
-per live or rehearsed run, one per batch of free runs, cells x seeds)."""
+per live run, one per batch of free or rehearsed runs, cells x seeds)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--runs-file", default=None, metavar="PATH",
                    help="with --score: when every run is scored, write PATH, a JSON record of "
                    "each cell's config_hash and each run's outcomes.json sha256 (the workflow's "
-                   "target for a batch of free runs: "
+                   "target for a batch of free or rehearsed runs: "
                    f"{layout.design_dir('<design>')}/runs_<first>-<last>_<key>.json)")
     add_threshold_args(p)
     add_guard_flags(p)

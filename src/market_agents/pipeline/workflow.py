@@ -55,7 +55,7 @@ class Workflow:
         python = shlex.quote(sys.executable)
         self.ma = f"{python} -m market_agents.cli"
         self.snakemake = f"{python} -m snakemake"
-        self._batch_plans: dict[str, dict[str, Batch]] = {}  # by design: one plan a DAG
+        self._batch_plans: dict[tuple[str, bool], dict[str, Batch]] = {}  # one plan a DAG
 
     dag_before_freeze = DAG_BEFORE_FREEZE
     dag_after_freeze = DAG_AFTER_FREEZE
@@ -74,7 +74,7 @@ class Workflow:
 
     def outcome_files(self, design: str, tier: str | None = None, mock: bool = False) -> list[str]:
         """The files that say every run a target of the design (or one tier of it) needs is
-        scored: a live or rehearsed run's outcomes.json; for free runs, the record
+        scored: a live run's outcomes.json; for free and rehearsed (``mock``) runs, the record
         runs_<first>-<last>_<key>.json of each batch of up to ``runs_per_job`` runs, cells x
         seeds (made by one process, rule ``simulate``)."""
         return self._scored(design, self.designs.runs(design, tier, mock, self.config.max_seeds),
@@ -84,54 +84,58 @@ class Workflow:
         files: dict[str, None] = {}  # ordered, each batch once
         batches: dict[str, Batch] | None = None
         for cell, seed in runs:
-            if mock or self.is_live_run(design, cell):
-                files[str(layout.run_dir(design, cell, seed, mock) / OUTCOMES_FILE)] = None
+            if not mock and self.is_live_run(design, cell):
+                files[str(layout.run_dir(design, cell, seed) / OUTCOMES_FILE)] = None
             else:
-                batches = self._batches(design) if batches is None else batches
+                batches = self._batches(design, mock) if batches is None else batches
                 files[next(p for p, (cells, seeds) in batches.items()
                            if cell in cells and seed in seeds)] = None
         return list(files)
 
-    def _batches(self, design: str) -> dict[str, Batch]:
-        """The free runs of a design the workflow makes, by record path: its free cells' runs
-        (the first ``max_seeds`` seeds of each when set) in batches of up to ``runs_per_job``
-        (``batches.plan_batches``), each tier's apart and the cells that replay a frozen library
-        apart; the record's name carries the cells' config hashes and the code fingerprint
+    def _batches(self, design: str, mock: bool = False) -> dict[str, Batch]:
+        """The free runs of a design the workflow makes, or every run of its rehearsal
+        (``mock``: live cells served by the mock, paid for nothing), by record path: the runs
+        (the first ``max_seeds`` seeds of each cell when set) in batches of up to
+        ``runs_per_job`` (``batches.plan_batches``), each tier's apart, the cells that replay
+        a frozen library apart and the equal-USD cells (which wait for the freeze) apart; the
+        record's name carries the cells' config hashes and the code fingerprint
         (``batches.batch_key``), so a changed cell or engine asks for new ones.
 
         Raises:
             ConfigError: a paid cell in a design without live roles (its runs would be free
                 runs, unguarded).
         """
-        if design in self._batch_plans:  # asked by every simulate job's input and params
-            return self._batch_plans[design]
+        if (design, mock) in self._batch_plans:  # asked by every simulate job's input, params
+            return self._batch_plans[design, mock]
         spec = self.designs.get(design)
         seeds: dict[str, list[int]] = {}
-        for cell, seed in self.designs.runs(design, max_seeds=self.config.max_seeds):
-            if self.is_live_run(design, cell):
+        for cell, seed in self.designs.runs(design, mock=mock, max_seeds=self.config.max_seeds):
+            if not mock and self.is_live_run(design, cell):
                 continue
-            if cell not in seeds and spec.is_live(cell):
+            if cell not in seeds and not mock and spec.is_live(cell):
                 raise ConfigError(f"{self.design_file(design)}: {cell} is a live cell of "
                                   f"{design}, which the workflow runs free; a paid cell runs "
                                   "one job a run, behind the budget gate, only in a live design")
             seeds.setdefault(cell, []).append(seed)
-        hashes = {cell: config_hash(run_config(spec, cell)) for cell in seeds}
-        # A batch's cells are of one tier and replay the same frozen library or none: a tier's
-        # target (and its spend's reconciliation) needs its batches only, so another tier's
-        # cell changed re-makes nothing of it, and the control's runs never wait for a library.
-        parts: dict[tuple[str | None, str | None], dict[str, list[int]]] = {}
+        hashes = {cell: config_hash(run_config(spec, cell, mock)) for cell in seeds}
+        # A batch's cells are of one tier, replay the same frozen library or none, and read the
+        # freeze's equal-USD cap or not: a tier's target (and its spend's reconciliation) needs
+        # its batches only, so another tier's cell changed re-makes nothing of it, and no run
+        # waits for a library or a freeze it does not read.
+        parts: dict[tuple[str | None, str | None, bool], dict[str, list[int]]] = {}
         for cell, cell_seeds in seeds.items():
-            apart = (spec.cells[cell].tier, self.designs.frozen_library(design, cell))
+            apart = (spec.cells[cell].tier, self.designs.frozen_library(design, cell, mock),
+                     spec.cells[cell].equal_usd_of is not None)
             parts.setdefault(apart, {})[cell] = cell_seeds
-        self._batch_plans[design] = {
-            str(layout.batch_record_path(design, chunk,
-                                         batch_key({c: hashes[c] for c in cells}))): (cells, chunk)
+        self._batch_plans[design, mock] = {
+            str(layout.batch_record_path(design, chunk, batch_key({c: hashes[c] for c in cells}),
+                                         mock)): (cells, chunk)
             for part in parts.values()
             for cells, chunk in plan_batches(part, self.config.runs_per_job)}
-        return self._batch_plans[design]
+        return self._batch_plans[design, mock]
 
     def vet_batch_records(self, root: Path | str = layout.ROOT) -> list[str]:
-        """Drop every batch record of free runs whose runs are no longer all there
+        """Drop every batch record of free or rehearsed runs whose runs are no longer all there
         (``batches.broken_batch_record``), saying so on stderr, and remove the design's gathered
         parquet files, which report those runs as they were (derived files, gathered again at
         no cost): Snakemake then gathers again, which needs the batch again (``ma cell`` keeps
@@ -148,8 +152,10 @@ class Workflow:
             The runs (or unreadable records) that voided a record, one per record dropped.
         """
         gone = []
-        runs = layout.runs_dir(root=root)  # every design's folder
-        for record in sorted(runs.glob(f"*/{layout.RUNS_GLOB}")):
+        records = (record for kind in layout.KINDS  # every design's folder, and rehearsal's
+                   for record in sorted(layout.runs_dir(root=root, kind=kind)
+                                        .glob(f"*/{layout.RUNS_GLOB}")))
+        for record in records:
             run = broken_batch_record(record)
             if run is None:
                 continue
@@ -234,9 +240,9 @@ class Workflow:
 
     @property
     def batch_record(self) -> str:
-        """The output pattern of a batch of free runs (rule ``simulate``), with the wildcards
-        ``first`` and ``last`` (its first and last seed) and ``chash`` (its
-        ``batches.batch_key``, 12 hex digits)."""
+        """The output pattern of a batch of free or rehearsed runs (rule ``simulate``), with the
+        wildcards ``kind`` (runs or rehearsal), ``design``, ``first`` and ``last`` (its first
+        and last seed) and ``chash`` (its ``batches.batch_key``, 12 hex digits)."""
         return layout.batch_record_pattern()
 
     # --- live designs and cells -----------------------------------------------------------
@@ -305,24 +311,28 @@ class Workflow:
         return files
 
     def library_input(self, wildcards: Any) -> list[str]:
-        """The frozen libraries the cells of a batch of free runs replay, needed first (a
-        library is built from live T1 runs; a rehearsal must never start live work)."""
-        paths = (self.designs.frozen_library(wildcards.design, cell)
+        """The frozen libraries the cells of a batch replay, needed first: the live one, built
+        from live T1 runs, for free runs; the rehearsed one for a rehearsal, which must never
+        start live work."""
+        mock = wildcards.kind == layout.REHEARSAL
+        paths = (self.designs.frozen_library(wildcards.design, cell, mock)
                  for cell in self._batch(wildcards)[0])
         return sorted({p for p in paths if p})
 
-    def rehearsal_freeze_input(self, wildcards: Any) -> list[str]:
+    def freeze_input(self, wildcards: Any) -> list[str]:
         """A rehearsed equal-USD cell reads its usd_cap from the rehearsal's freeze (made from
-        the rehearsed pilot), so it waits for it. Live equal-USD cells read the live freeze,
-        which the gate requires and no live run ever builds."""
-        if self.designs.get(wildcards.design).cell(wildcards.cell).equal_usd_of:
+        the rehearsed pilot), so its batch waits for it. Live equal-USD cells read the live
+        freeze, which the gate requires and no live run ever builds."""
+        if wildcards.kind == layout.REHEARSAL and any(
+                self.designs.get(wildcards.design).cell(c).equal_usd_of
+                for c in self._batch(wildcards)[0]):
             return [self.manifest("freeze", mock=True)]
         return []
 
     def tier_outcomes(self, wildcards: Any) -> list[str]:
         """outcomes.json of the runs of ``wildcards.tier`` and of the control cell (runs or
         rehearsal, by ``wildcards.kind``): what a tier's gathered file holds."""
-        mock = wildcards.kind == "rehearsal"
+        mock = wildcards.kind == layout.REHEARSAL
         control = self.config.control
         tier = self.outcome_files(wildcards.design, wildcards.tier, mock)
         design = self.designs.get(wildcards.design)
@@ -332,11 +342,6 @@ class Workflow:
             tier += self._scored(wildcards.design, [(c, s) for c, s in runs if c == control],
                                  mock)
         return tier
-
-    def rehearsal_library_input(self, wildcards: Any) -> list[str]:
-        """A rehearsed cell that replays a library needs the one built from rehearsed T1 runs."""
-        path = self.designs.frozen_library(wildcards.design, wildcards.cell, mock=True)
-        return [path] if path else []
 
     def library_model(self, wildcards: Any) -> str:
         """The model id a library keeps: the one its replaying cells name for the library."""
@@ -363,7 +368,7 @@ class Workflow:
         .snakemake's records of the old params, and re-asks for its free runs' records (whose
         names carry each cell's config_hash). A design with live runs gets none: its gather must
         not re-run, and its runs are checked against the design when gathered."""
-        if wildcards.kind != "runs" or wildcards.design in self._live[0]:
+        if wildcards.kind != layout.RUNS or wildcards.design in self._live[0]:
             return []
         return [str(p) for p in self.designs.get(wildcards.design).sources]
 
@@ -374,7 +379,7 @@ class Workflow:
 
     def design_outcomes(self, wildcards: Any) -> list[str]:
         """outcomes.json of every run of a design, live (kind runs) or rehearsed."""
-        return self.outcome_files(wildcards.design, mock=wildcards.kind == "rehearsal")
+        return self.outcome_files(wildcards.design, mock=wildcards.kind == layout.REHEARSAL)
 
     def cache(self, design: str, mock: bool = False) -> str:
         """The design's LLM response cache; rehearsals (``mock``) keep their own, so mock
@@ -385,39 +390,40 @@ class Workflow:
         """The design's LLM response cache."""
         return self.cache(wildcards.design)
 
-    def rehearsal_cache(self, wildcards: Any) -> str:
-        """The rehearsal's own cache (the rehearsed library is built from it)."""
-        return self.cache(wildcards.design, mock=True)
+    def batch_serving(self, wildcards: Any) -> str:
+        """How a batch's runs are served: a rehearsal by the mock, with the rehearsal's own
+        cache (the rehearsed library is built from it); free runs use no cache, as in
+        ``ma design``, so no outcome depends on the order in which jobs ran."""
+        if wildcards.kind != layout.REHEARSAL:
+            return ""
+        return f"--mock --cache {shlex.quote(self.cache(wildcards.design, mock=True))}"
 
     def _batch(self, wildcards: Any) -> Batch:
-        """The batch of free runs a ``simulate`` job makes, by its record's wildcards."""
-        design = wildcards.design
-        asked = self.batch_record.format(design=design, first=wildcards.first,
+        """The batch a ``simulate`` job makes, by its record's wildcards."""
+        design, kind = wildcards.design, wildcards.kind
+        asked = self.batch_record.format(kind=kind, design=design, first=wildcards.first,
                                          last=wildcards.last, chash=wildcards.chash)
-        batches = self._batches(design)
+        batches = self._batches(design, kind == layout.REHEARSAL)
         if asked not in batches:
-            raise ConfigError(f"{asked}: not a batch of free runs of {design} now "
+            what = "rehearsed" if kind == layout.REHEARSAL else "free"
+            raise ConfigError(f"{asked}: not a batch of {what} runs of {design} now "
                               f"(runs_per_job {self.config.runs_per_job}): "
                               f"{', '.join(Path(p).name for p in batches) or 'none'}")
         return batches[asked]
 
     def batch_cells(self, wildcards: Any) -> str:
-        """The cells of one batch of free runs (rule ``simulate``), named by its record."""
+        """The cells of one batch of free or rehearsed runs (rule ``simulate``), named by its
+        record."""
         return " ".join(self._batch(wildcards)[0])
 
     def batch_seeds(self, wildcards: Any) -> str:
-        """The seeds each cell of one batch of free runs runs (``--seed`` of rule
+        """The seeds each cell of one batch of free or rehearsed runs runs (``--seed`` of rule
         ``simulate``)."""
         return " ".join(map(str, self._batch(wildcards)[1]))
 
-    def rehearsal_cell_hash(self, wildcards: Any) -> str:
-        """The rehearsed cell's config hash (every live route served by the mock)."""
-        design = self.designs.get(wildcards.design)
-        return config_hash(run_config(design, wildcards.cell, mock=True))
-
     def gather_flags(self, wildcards: Any) -> str:
         """--mock for rehearsals; --allow-missing when max_seeds runs only part of each cell."""
-        flags = ["--mock"] if wildcards.kind == "rehearsal" else []
+        flags = ["--mock"] if wildcards.kind == layout.REHEARSAL else []
         return " ".join(flags + (["--allow-missing"] if self.config.max_seeds else []))
 
     def partial_flag(self, wildcards: Any) -> str:

@@ -1,9 +1,10 @@
-"""The batches of free runs: the workflow makes a design's free runs (classical and mock cells)
-in batches of cells x seeds, one process each (``ma cell CELL… --seed S1 S2 … --runs-file``),
-and a batch's record (``runs_<first>-<last>_<key>.json`` in the design's folder, named by
-:func:`batch_key`) vouches for the runs as they were made: each cell's config_hash and each
-run's outcomes.json sha256. A record that no longer holds (a run deleted or changed) is
-dropped, and one that names a run about to be made again is forgotten first.
+"""The batches of free runs: the workflow makes a design's free runs (classical and mock cells),
+and every run of a rehearsal (``--mock``), in batches of cells x seeds, one process each
+(``ma cell CELL… --seed S1 S2 … --runs-file``), and a batch's record
+(``runs_<first>-<last>_<key>.json`` in the design's folder, named by :func:`batch_key`) vouches
+for the runs as they were made: each cell's config_hash and each run's outcomes.json sha256. A
+record that no longer holds (a run deleted or changed) is dropped, and one that names a run
+about to be made again is forgotten first.
 """
 
 from __future__ import annotations
