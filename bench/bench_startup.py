@@ -1,13 +1,15 @@
 """Start-up of `ma` processes against the import floor: the CPU seconds (user + system, the
 process and its children) of `python -c "import numpy, polars, pydantic, yaml"` and of the `ma`
 commands a user or a Snakemake job starts, alternated round by round (floor, ma run, floor,
-ma cell, floor, ma gather, floor, ma gate, then the next round), each in a scratch project.
+ma cell, floor, ma gather, floor, ma gate, floor, ma gate check, then the next round), each in
+a scratch project.
 
 - ``ma run config/baseline.yaml --seed 1 --set simulation.ticks=10`` (with ``burn_in=0``,
   which 10 ticks need): issue 38's target, at most 1.25x the floor.
 - ``ma cell config/designs/exploratory.yaml share_0 --seed 1 --score --replace-stale``: one
   workflow job's command (a 600-tick run and its outcomes); ``ma gather`` of the design
-  (``--allow-missing``) and ``ma gate approve`` of the test live design on the mock's key.
+  (``--allow-missing``), ``ma gate approve`` of the test live design on the mock's key, and
+  ``ma gate check`` of that approval, which every live job runs before its run.
 
 The floor is measured twice next to each command: as Python starts (the issue's floor; OpenBLAS
 starts its threads, about 0.1 CPU s) and with OPENBLAS_NUM_THREADS=1, the setting every `ma`
@@ -46,6 +48,7 @@ COMMANDS = {
     "gather": [MA, "gather", "config/designs/exploratory.yaml", "--allow-missing"],
     "gate": [MA, "gate", "approve", "config/test/designs/live.yaml", "--tier", "all",
              "--out", "scratch/gate.json"],
+    "check": [MA, "gate", "check", "scratch/gate.json", "--cell", "share_25", "--seed", "1"],
 }
 
 
@@ -83,6 +86,7 @@ def main() -> int:
         shutil.copytree(ROOT / "config", project / "config")
         (project / "scratch").mkdir()
         cpu(COMMANDS["cell"], project, env)  # the run `ma gather` reads, made once
+        cpu(COMMANDS["gate"], project, env)  # the approval `ma gate check` reads
         for r in range(1, args.rounds + 1):
             row = []
             for name in args.only:
