@@ -112,6 +112,33 @@ def test_ctrl_c_after_the_grace_cancels_and_releases_every_claim(tmp_path, monke
     assert _state(tmp_path) == (0, [])  # nothing arrived, and no claim is left
 
 
+def test_an_interrupt_as_the_batch_is_handed_to_the_loop_is_drained_too(tmp_path, monkeypatch):
+    """The signal's handler can run as ``run_coroutine_threadsafe`` returns, when the loop's
+    thread already started calls (a loaded machine hands it the GIL first): those calls are
+    drained as any others, and no claim is left (they were left running, their claims
+    pending, and a later batch waited on them for ever)."""
+    monkeypatch.setenv(STOP_GRACE_ENV, "0.05")
+    p = Held()  # never answers
+    client = _client(tmp_path, p)
+    submit, first = asyncio.run_coroutine_threadsafe, [True]
+
+    def interrupted(coro, loop):
+        future = submit(coro, loop)
+        if first:  # the batch's hand-over only, not the drain's
+            first.clear()
+            while p.started < 2:
+                threading.Event().wait(0.002)
+            raise KeyboardInterrupt
+        return future
+
+    monkeypatch.setattr(asyncio, "run_coroutine_threadsafe", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        client.complete_many(_requests(4), schema.parse_decision)
+    client.close()
+    assert p.started == 2
+    assert _state(tmp_path) == (0, [])
+
+
 def test_the_client_works_again_after_a_drained_interrupt(tmp_path):
     p = Held()
     client = _client(tmp_path, p)

@@ -25,6 +25,7 @@ of it first reserves another worst case); an answer the cache cannot store is ke
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import sys
 import threading
@@ -72,6 +73,17 @@ class _Skipped(Exception):
 
 def _warn_stderr(message: str) -> None:
     print(f"market_agents: warning: {message}", file=sys.stderr, flush=True)
+
+
+async def _settle(into: concurrent.futures.Future, batch: Any) -> None:
+    """Await ``batch`` (a coroutine) on the loop and settle ``into`` with its result or its
+    exception (a cancellation included), as ``run_coroutine_threadsafe``'s own future is."""
+    try:
+        result = await batch
+    except BaseException as exc:
+        into.set_exception(exc)
+        raise
+    into.set_result(result)
 
 
 class LLMClient:
@@ -280,9 +292,13 @@ class LLMClient:
         if not requests:
             return []
         loop = self._ensure_loop()
-        fut = asyncio.run_coroutine_threadsafe(
-            self._batch(list(requests), parse, where, tick), loop)
+        # The batch's future exists before the loop is handed the batch: a signal whose handler
+        # runs as the hand-over returns (the loop's thread may have started calls by then)
+        # still finds the batch to drain.
+        fut: concurrent.futures.Future = concurrent.futures.Future()
         try:
+            asyncio.run_coroutine_threadsafe(
+                _settle(fut, self._batch(list(requests), parse, where, tick)), loop)
             while True:
                 try:
                     # in slices: the OS may hand a signal to another thread, which cannot wake
