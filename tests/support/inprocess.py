@@ -27,10 +27,11 @@ def ma(argv: Sequence[str], environ: Mapping[str, str], cwd: Path | str
         ``SystemExit``'s, as argparse's usage errors raise) and the captured text. Any other
         exception propagates: in a process it would have been a traceback.
     """
-    saved, here = dict(os.environ), os.getcwd()
+    # a copy first: ``environ`` may be os.environ itself, which clear() would empty
+    given, saved, here = dict(environ), dict(os.environ), os.getcwd()
     out, err = io.StringIO(), io.StringIO()
     os.environ.clear()
-    os.environ.update(environ)
+    os.environ.update(given)
     os.chdir(cwd)
     prices._load.cache_clear()
     try:
