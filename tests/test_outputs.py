@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from market_agents.cli import main
-from tests.support import ROOT
+from tests.support import ROOT, inprocess
 from tests.support.liverun import SECRET, env, sets
 
 BASELINE = ROOT / "config" / "baseline.yaml"
@@ -41,11 +41,9 @@ def cwd(path: Path):
 
 
 def ma(*argv: str) -> tuple[int, str]:
-    """``ma`` in-process: its exit code and stderr."""
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main([str(a) for a in argv])
-    return code, err.getvalue()
+    """``ma`` in-process (``inprocess.ma``, here and now): its exit code and stderr."""
+    done = inprocess.ma([str(a) for a in argv], os.environ, os.getcwd())
+    return done.returncode, done.stderr
 
 
 def make_project(root: Path) -> Path:
