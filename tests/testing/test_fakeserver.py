@@ -90,3 +90,29 @@ def test_vary_repeat_answers_the_kth_arrival_of_a_body_alike_on_every_server():
     assert first[0] != first[1]  # a request paid twice gets another answer
     assert texts("repeat", ["b", "a", "a"]) == [first[2], first[0], first[1]]  # any order
     assert texts(False, ["a", "a"]) == [first[0], first[0]]
+
+
+def test_a_billed_answer_is_counted_before_any_byte_of_it_goes_out(monkeypatch):
+    """An empty 200 is all headers: a client that has them has the whole answer and may read
+    ``answered`` at once (test_wire_shapes failed so on a loaded machine)."""
+    import http.server
+
+    seen = []
+    flush = http.server.BaseHTTPRequestHandler.flush_headers
+
+    def recording(self):
+        seen.append(api.answered)
+        flush(self)
+
+    monkeypatch.setattr(http.server.BaseHTTPRequestHandler, "flush_headers", recording)
+    with FakeAPI() as api:
+        for body in (b"", b'{"id": 1}'):
+            api.fault_all, api.raw_body = "raw", body
+            req = urllib.request.Request(f"{api.url}/v1/chat/completions",
+                                         json.dumps({"model": "m", "messages": [
+                                             {"role": "user", "content": "a"}]}).encode(),
+                                         headers={"Content-Type": "application/json",
+                                                  "Authorization": "Bearer k"})
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                assert resp.read() == body
+    assert seen == [1, 2] and api.answered == 2

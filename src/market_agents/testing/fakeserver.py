@@ -496,8 +496,10 @@ def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Length", str(len(payload)))
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
-                self.end_headers()
+                # counted before the headers go out: with an empty body they are the whole
+                # answer, and its client can look at ``answered`` as soon as it has them
                 counted = billed and self._count(+1)
+                self.end_headers()
                 self.wfile.write(payload)
                 self.wfile.flush()
             except BaseException as exc:  # not written in full: not billed
