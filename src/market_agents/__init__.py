@@ -64,9 +64,10 @@ from typing import Any
 # (Snakemake jobs, `ma design`'s workers). OpenBLAS's thread pool (numpy's and scipy's) then only
 # costs: its threads start with every process (about 0.1 CPU s of the 0.4 s a process needs to
 # start; bench/README.md, "Fewer CPU seconds per process") and every job at once oversubscribes
-# the cores. Set here, before the package imports numpy (Snakemake loads numpy only through the
-# Snakefile, unless the SLURM executor plugin's pandas came first); the processes it starts
-# (Snakemake's jobs) inherit it. A value the user set wins.
+# the cores. Set here, before the package imports numpy; the processes it starts (Snakemake's
+# jobs) inherit it. Snakemake's own process has loaded numpy before it reads the Snakefile (its
+# YAML templating, yte, imports it), so only the environment it starts in sets that one's
+# threads. A value the user set wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # entry point -> module that defines it
