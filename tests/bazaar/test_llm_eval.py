@@ -9,7 +9,18 @@ import pytest
 
 from market_agents.bazaar.play import play
 from market_agents.cli import main
+from market_agents.layout import project_of
 from tests.support.bazaar import act, bazaar_server
+
+
+@pytest.fixture(autouse=True)
+def _outside_the_checkout(tmp_path_factory, monkeypatch):
+    """Each eval runs from a scratch folder of its own: from the checkout, a paid eval is
+    checked against the checkout's spend ledger (``layout.project_root``), and one where a
+    study was run refused these tests' evals into their scratch results roots."""
+    here = tmp_path_factory.mktemp("cwd")
+    monkeypatch.chdir(here)
+    assert project_of(here) is None
 
 
 def _eval(server, out, usd_cap, seeds=3):

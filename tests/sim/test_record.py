@@ -29,6 +29,18 @@ from tests.support.osconditions import run_on_full_disk, run_unprivileged, share
 NO_RETRY = "{openai: {max_retries: 1, backoff_s: 0.0}}"
 
 
+def test_the_tests_live_runs_use_a_config_of_no_project(tmp_path):
+    """The checkout's own config would check these runs against the checkout's spend ledger:
+    where a study was run, every live run of the suite was refused (26 tests failed)."""
+    from pathlib import Path
+
+    from market_agents.layout import project_of
+
+    cmd = ma_run_cmd(tmp_path / "run", None)
+    config = Path(cmd[cmd.index("run") + 1])
+    assert config.is_file() and project_of(config) is None and project_of(tmp_path) is None
+
+
 @pytest.mark.parametrize("fault,what", [
     ("quota", r"quota exhausted \(HTTP 429 insufficient_quota\)"),
     ("400", r"invalid request \(HTTP 400 invalid_request_error\)"),

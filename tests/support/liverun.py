@@ -3,13 +3,18 @@ test's process (`ma_run`) or as a command to start (`ma_run_cmd`)."""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import polars as pl
 
+from market_agents.layout import project_of
 from market_agents.sim.rundir import TABLES, table_file
 from tests.support import ROOT, inprocess
 
@@ -43,11 +48,25 @@ def env(api=None, key: bool = True, **extra: str) -> dict[str, str]:
     return e
 
 
+@functools.cache
+def baseline() -> Path:
+    """``config/baseline.yaml`` copied outside every project, once per process (removed at
+    exit). A live run of the checkout's own file is checked against the checkout's spend
+    ledger (``layout.project_root``): in a checkout where a study was run, every test's live
+    run into its scratch results root was refused."""
+    folder = Path(tempfile.mkdtemp(prefix="ma-test-config-"))
+    folder.chmod(0o755)  # read by the tests' unprivileged runs too
+    atexit.register(shutil.rmtree, folder, True)
+    shutil.copy(BASELINE, folder / BASELINE.name)
+    assert project_of(folder) is None, folder
+    return folder / BASELINE.name
+
+
 def ma_run_cmd(out: Path, cache: Path | None, seed: int = 1, *args: str, **overrides
                ) -> list[str]:
-    cmd = [sys.executable, "-m", "market_agents.cli", "run", str(BASELINE), "--seed", str(seed),
-           "--out", str(out), "--quiet", *sets(**overrides), *args]
-    if "--results" not in args:  # the config is the checkout's: its ledger is not the test's
+    cmd = [sys.executable, "-m", "market_agents.cli", "run", str(baseline()), "--seed",
+           str(seed), "--out", str(out), "--quiet", *sets(**overrides), *args]
+    if "--results" not in args:  # the test's own ledger, beside its run
         cmd += ["--results", str(Path(out).parent / "results")]
     return cmd + (["--cache", str(cache)] if cache is not None else [])
 
