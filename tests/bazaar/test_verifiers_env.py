@@ -171,9 +171,11 @@ def test_think_blocks_are_stripped_in_verifiers_rollouts():
         assert rep["trades"] == 0 and o["metrics"]["format_bonus"] == 0.0
 
 
-# ~18 CPU s, ~60-80 s of wall: vf-eval's client retries a dead server 10 times with
-# backoff; marked by its wall time, so it starts early and its waiting overlaps other tests
-@pytest.mark.slow(70)
+# ~12 CPU s, ~60-80 s of wall: vf-eval's client retries a dead server 10 times with
+# backoff. Marked by its CPU, as every test is: by its wall it started with the longest tests,
+# which wait on their processes too, and the two cores sat a third idle for over a minute
+# (per-test CPU and wall under `make test`, bench/README.md)
+@pytest.mark.slow(12)
 def test_vf_eval_with_no_server_reports_zero_reward(tmp_path):
     """The issue's command with nothing listening: every rollout errored, reward 0 (vf-eval's
     own exit status is vf-eval's; the saved rewards are this adapter's)."""
