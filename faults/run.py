@@ -109,7 +109,10 @@ class Zygote:
     def _replies(self) -> None:
         for line in self.proc.stdout:
             kind, key, value = line.decode().split()
-            self.pending[key][kind].set_result(int(value))
+            with self.lock:
+                futures = self.pending.get(key)  # None: its run gave up waiting
+            if futures is not None:
+                futures[kind].set_result(int(value))
         with self.lock:  # the zygote is gone: nothing pending will be answered
             for futures in self.pending.values():
                 for f in futures.values():
