@@ -188,3 +188,38 @@ def test_the_gate_check_of_every_live_job_loads_no_table_library(tmp_path):
     assert _loaded_after(code, ("polars", "market_agents.protocol.ledger",
                                 "market_agents.protocol.planning",
                                 "market_agents.sim.rundir")) == []
+
+
+def _snakefile_imports() -> list[str]:
+    """The imports of the Snakefile and rules/*.smk, as written there."""
+    root = PKG.parents[1]
+    return [line for path in [root / "Snakefile", *sorted((root / "rules").glob("*.smk"))]
+            for line in path.read_text().splitlines()
+            if line.startswith(("from ", "import "))]
+
+
+def test_every_snakemake_start_and_the_run_contract_load_no_table_library():
+    """Snakemake's process imports what the Snakefile imports at every start (a dry run, each
+    target, each resume) and reads no table; the run contract's ``src.main`` checks and
+    copies files. Neither loads polars (0.12 CPU s of each; bench/README.md): it loads where
+    a table is read or built."""
+    imports = _snakefile_imports()
+    assert any("pipeline.workflow import Workflow" in line for line in imports)
+    code = "; ".join([*imports, "import market_agents.pipeline.contract"])
+    assert _loaded_after(code, ("polars",)) == []
+
+
+def test_the_run_tables_keep_their_polars_types():
+    """``rundir.SCHEMAS`` (built on first use from the type names) gives each table's columns,
+    in order, with the polars types the runs write."""
+    import polars as pl
+
+    from market_agents.sim import rundir
+
+    assert tuple(rundir.SCHEMAS) == rundir.TABLES
+    assert rundir.SCHEMAS["ticks"]["tick"] == pl.Int32
+    assert rundir.SCHEMAS["llm_decisions"]["answer_sha256"] == pl.Utf8
+    assert all(isinstance(t, type) and issubclass(t, pl.DataType)
+               for cols in rundir.SCHEMAS.values() for t in cols.values())
+    with pytest.raises(AttributeError, match="no attribute 'SCHEMA'"):
+        rundir.SCHEMA  # noqa: B018

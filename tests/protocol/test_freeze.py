@@ -245,9 +245,9 @@ def test_equal_usd_needs_the_pilot_spend_of_the_reference_cell():
 def test_the_sensitivity_grid_is_defined_once_in_the_frozen_outcomes():
     from market_agents.analysis.outcomes import SENSITIVITY_BUBBLE_GAPS, SENSITIVITY_CRASH_DROPS
     from market_agents.cli import build_parser
-    from market_agents.protocol.freeze import SENSITIVITY_GRID
+    from market_agents.protocol.freeze import sensitivity_grid
 
-    assert SENSITIVITY_GRID == {"bubble_gap": list(SENSITIVITY_BUBBLE_GAPS),
+    assert sensitivity_grid() == {"bubble_gap": list(SENSITIVITY_BUBBLE_GAPS),
                                 "crash_drop": list(SENSITIVITY_CRASH_DROPS)}
     args = build_parser("sensitivity").parse_args(["sensitivity", "d.yaml"])
     assert tuple(float(x) for x in args.bubbles.split(",")) == SENSITIVITY_BUBBLE_GAPS

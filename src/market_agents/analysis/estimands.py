@@ -11,13 +11,15 @@ paper (``paper/estimates.py``, ``paper/tables.py``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from market_agents.analysis.stats import Contrast
 from market_agents.market.exchange import ACTIVITY_LABELS, REFUSAL_LABELS, refusal_reasons
 from market_agents.plugins import MECHANISMS
 from market_agents.sim.rundir import LLM_ACTIVITY, LLM_HOLDS
+
+if TYPE_CHECKING:  # annotations only: polars loads where a table is read or built
+    import polars as pl
 
 CONTROL = "share_0"
 

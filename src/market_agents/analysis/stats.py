@@ -18,12 +18,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 
 from market_agents.plugins import MECHANISMS
+
+if TYPE_CHECKING:  # annotations only: polars loads where a table is read or built
+    import polars as pl
 
 # The outcomes the pilot's σ̂_d table and the freeze's minimum detectable effects cover (§4): the
 # outcomes a design may declare primary.
@@ -170,6 +172,7 @@ def paired_differences(outcomes: pl.DataFrame, control: str,
         Cells in sorted order (the control excluded); for each outcome a Float64 series of the
         finite differences y(cell, s) - y(control, s) (nulls and NaN/inf dropped).
     """
+    import polars as pl  # why: Snakemake's process imports this module, never a table
     present = [y for y in columns if y in outcomes.columns]
     values = {y: seed_values(outcomes, y) for y in present}
     by_cell: dict[str, set[int]] = {}
@@ -206,6 +209,7 @@ def control_sd(outcomes: pl.DataFrame, control: str) -> pl.DataFrame:
 
     Returns: columns outcome, n, mean, sd; one row per outcome, in the frame's column order.
     """
+    import polars as pl  # why: Snakemake's process imports this module, never a table
     base = outcomes.filter(pl.col("cell") == control)
     if not base.height:
         raise ValueError(f"no runs of the control cell {control!r}")
@@ -470,6 +474,7 @@ def estimates(outcomes: pl.DataFrame, contrasts: Sequence[Contrast],
     Outcomes absent from ``outcomes`` are skipped, and so are halts and the reject ratio in a
     cell that does not switch on the breaker or the position limit (``mechanisms`` column).
     """
+    import polars as pl  # why: Snakemake's process imports this module, never a table
     exclude = list(exclude_seeds)
     values = {y: seed_values(outcomes, y) for y in columns if y in outcomes.columns}
     switched: dict[str, set[str]] = {}

@@ -12,14 +12,15 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from market_agents.analysis import stats
 from market_agents.analysis.stats import outcome_columns, paired_differences
 from market_agents.errors import ConfigError
 from market_agents.protocol.pilot import PRIMARY_OUTCOMES
+
+if TYPE_CHECKING:  # annotations only: polars loads where a table is read or built
+    import polars as pl
 
 EVALUATION = Path(".research/evaluation.json")
 KINDS = {"outcomes": ".parquet", "manifest": ".json"}
@@ -31,6 +32,7 @@ def _finite(x: Any) -> float | None:
 
 def cell_means(frame: pl.DataFrame, control: str) -> dict[str, Any]:
     """Per cell: n_runs and the mean of every numeric outcome."""
+    import polars as pl  # why: src.main imports this module and reads no table
     numeric = outcome_columns(frame)
     means = frame.group_by("cell").agg([pl.len().alias("n_runs"),
                                         *(pl.col(c).mean() for c in numeric)])
@@ -106,6 +108,7 @@ def task_types(root: Path = Path(".")) -> dict[str, dict[str, str]]:
 
 def read_inputs(directory: Path) -> dict[str, tuple[str, Any]]:
     """Name -> (kind, data) of every file in ``eval_inputs/``."""
+    import polars as pl  # why: src.main imports this module and reads no table
     if not directory.is_dir():
         raise ConfigError(f"{directory} does not exist: run `make run` first")
     out: dict[str, tuple[str, Any]] = {}

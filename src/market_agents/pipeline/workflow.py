@@ -25,9 +25,15 @@ from market_agents.pipeline.workflow_config import WorkflowConfig, validate_work
 from market_agents.protocol.batches import Batch, batch_key, broken_batch_record, plan_batches
 from market_agents.protocol.planning import run_config
 from market_agents.protocol.registry import DesignRegistry
-from market_agents.protocol.steps import StaleRun, paid_by_other_code
 from market_agents.protocol.tiers import TIERS, label, rehearsal_target, target, tier_key
-from market_agents.sim.rundir import OUTCOMES_FILE, RUN_FILES, is_complete, read_manifest
+from market_agents.sim.rundir import (
+    OUTCOMES_FILE,
+    RUN_FILES,
+    StaleRun,
+    is_complete,
+    paid_by_other_code,
+    read_manifest,
+)
 
 # The protocol's stages as `make dag` draws them (targets of rules/targets.smk): up to the
 # freeze, then after it (pipeline/dagrender.merge_stages).
@@ -287,7 +293,7 @@ class Workflow:
 
         Raises:
             StaleRun: the run exists, paid, and was made by other code than today's
-                (``steps.paid_by_other_code``): the target stops while Snakemake builds its
+                (``rundir.paid_by_other_code``): the target stops while Snakemake builds its
                 DAG, before any job runs, so nothing is paid and the paid run is never made
                 again silently."""
         path = layout.run_dir(wildcards.design, wildcards.cell, int(wildcards.seed))

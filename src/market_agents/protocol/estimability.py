@@ -13,9 +13,7 @@ the paper reports.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from market_agents.analysis import stats
 from market_agents.analysis.estimands import (
@@ -25,6 +23,9 @@ from market_agents.analysis.estimands import (
     tier_contrasts,
 )
 from market_agents.protocol.tiers import label
+
+if TYPE_CHECKING:  # annotations only: polars loads where a table is read or built
+    import polars as pl
 
 Interactions = Sequence[Mapping[str, Any]]  # facts' interactions: {label, treated, control}
 
@@ -203,6 +204,7 @@ def not_estimable(cells: Mapping[str, Mapping[str, Any]], fams: Mapping[str, Map
         rehearsal: the confirmatory rehearsal's outcomes.parquet, when it has run.
         interactions: the design's interactions.
     """
+    import polars as pl  # why: Snakemake's process imports this module, never a table
     out = []
     listed = contrasts(cells, interactions)
     for c in listed:
@@ -253,6 +255,7 @@ def movement(cells: Mapping[str, Mapping[str, Any]], fams: Mapping[str, Mapping[
         ``mechanism_activity`` (cell -> mechanism -> ``acted``/``idle`` seeds, and
         ``phrase``, e.g. "breaker acted on 1 of 3 seeds (102)").
     """
+    import polars as pl  # why: Snakemake's process imports this module, never a table
     confirmatory = rehearsal.filter(~pl.col("seed").is_in(list(stats.PILOT_SEEDS)))
     rows = stats.estimates(confirmatory, contrasts(cells, interactions),
                            primary={t: fam["primary"] for t, fam in fams.items()})

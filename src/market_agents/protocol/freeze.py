@@ -23,7 +23,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from market_agents.analysis.outcomes import SENSITIVITY_BUBBLE_GAPS, SENSITIVITY_CRASH_DROPS
 from market_agents.analysis.stats import ALPHA, POWER, SIGMA_LEVEL
 from market_agents.core import sha256_file
 from market_agents.errors import MarketAgentsError
@@ -35,9 +34,16 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 # definitions (protocol §5.1).
 FROZEN_FILES = ("llm/prompting.py", "llm/prompt_sets.yaml", "llm/schema.py",
                 "analysis/outcomes.py")
-# Protocol §5.1 sensitivity grid, as the frozen outcomes module defines it.
-SENSITIVITY_GRID = {"bubble_gap": list(SENSITIVITY_BUBBLE_GAPS),
-                    "crash_drop": list(SENSITIVITY_CRASH_DROPS)}
+
+
+def sensitivity_grid() -> dict[str, list[float]]:
+    """The protocol §5.1 sensitivity grid a freeze records (``bubble_gap`` and ``crash_drop``
+    thresholds), as the frozen outcomes module defines it."""
+    # why: the outcome definitions load polars; the Snakefile's process imports this module
+    from market_agents.analysis.outcomes import SENSITIVITY_BUBBLE_GAPS, SENSITIVITY_CRASH_DROPS
+
+    return {"bubble_gap": list(SENSITIVITY_BUBBLE_GAPS),
+            "crash_drop": list(SENSITIVITY_CRASH_DROPS)}
 
 
 class FreezeError(MarketAgentsError):
@@ -114,7 +120,7 @@ def build(
         "fingerprint": design.get("fingerprint"),
         "cells": design["cells"],
         "thresholds": thresholds,
-        "sensitivity_grid": SENSITIVITY_GRID,
+        "sensitivity_grid": sensitivity_grid(),
         "sigma_d": sigma_d,
         "pilot_pass": pilot.get("pass"),
         "tier_budget_usd": design["budgets"],

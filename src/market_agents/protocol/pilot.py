@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from market_agents.analysis.stats import PRIMARY_OUTCOMES, paired_differences
 from market_agents.errors import ConfigError
 from market_agents.protocol.design import Design
 from market_agents.protocol.planning import run_config
 from market_agents.sim.rundir import table_file
+
+if TYPE_CHECKING:  # annotations only: polars loads where a table is read or built
+    import polars as pl
 
 CRITERIA = {
     "validity": "llm_valid_rate >= 0.80",
@@ -34,6 +35,7 @@ def _ratio(num: float, den: float) -> float | None:
 
 
 def _weighted(frame: pl.DataFrame, col: str, weight: str = "n_llm_decisions") -> float | None:
+    import polars as pl  # why: src.main imports this module and reads no table
     if col not in frame.columns:
         return None
     f = frame.filter(pl.col(col).is_not_null() & (pl.col(weight) > 0))
@@ -55,6 +57,7 @@ def paired_sd(outcomes: pl.DataFrame, control: str) -> dict[str, dict[str, Any]]
 def latency(run_dirs: list[Path]) -> dict[str, float | None]:
     """Median and 95th percentile of call latency, in seconds (the recorded latency of the live
     call, also when a decision was served from the cache)."""
+    import polars as pl  # why: src.main imports this module and reads no table
     frames = []
     for d in run_dirs:
         path = d / table_file("llm_decisions")
@@ -104,6 +107,7 @@ def summarize(outcomes: pl.DataFrame, run_dirs: list[Path] | None = None, *, con
     """The pilot manifest from the pilot design's gathered outcomes: paired SDs against the
     ``control`` cell, cost per decision checked against ``usd_per_decision``; ``models``: the
     model ids each cell calls (recorded beside its spend per run)."""
+    import polars as pl  # why: src.main imports this module and reads no table
     for col in ("cell", "seed", "n_llm_decisions", "llm_usd"):
         if col not in outcomes.columns:
             raise ConfigError(f"outcomes.parquet lacks column {col!r}; re-run `ma gather`")

@@ -24,7 +24,7 @@ from market_agents.analysis.scoring import THRESHOLDS_KEY, episodes_at, load_run
 from market_agents.analysis.stats import control_sd
 from market_agents.atomic import write_parquet_atomic
 from market_agents.config import config_hash
-from market_agents.errors import ConfigError, MarketAgentsError
+from market_agents.errors import ConfigError
 from market_agents.layout import (
     ROOT,
     cache_path,
@@ -38,11 +38,14 @@ from market_agents.protocol.batches import MissingRuns, forget_batch_records
 from market_agents.protocol.design import Design, load_design
 from market_agents.protocol.planning import require_freeze, run_config
 from market_agents.protocol.tiers import TIERS
-from market_agents.sim.fingerprint import fingerprint, short
+from market_agents.sim.fingerprint import short
 from market_agents.sim.rundir import (
     OUTCOMES_FILE,
+    StaleRun,
     is_complete,
     llm_did,
+    made_by_other_code,
+    paid_by_other_code,
     paid_usd,
     read_json,
     read_manifest,
@@ -50,10 +53,6 @@ from market_agents.sim.rundir import (
 
 if TYPE_CHECKING:  # the guard imports nothing of this module; only its type is named here
     from market_agents.protocol.guard import Guard
-
-
-class StaleRun(MarketAgentsError):
-    """A saved run was made from a config the design no longer gives."""
 
 
 def run_cache(design: Design, cell: str, cache: str | Path | None, mock: bool,
@@ -160,30 +159,6 @@ def check_fresh(design: Design, cell: str, seed: int, mock: bool, path: Path,
         raise StaleRun(f"{path}: made from another config than {design.where(cell)} now gives "
                        f"(config_hash {str(saved)[:12]}…); restore the design or move the run "
                        "directory away, then resume")
-
-
-def made_by_other_code(manifest: dict[str, Any]) -> str | None:
-    """The fingerprint of the code that made a finished run (its ``manifest``) when it is not
-    the current code's (``"made before fingerprints"`` for a manifest without one), else None
-    (:mod:`market_agents.sim.fingerprint`)."""
-    made = manifest.get("code_fingerprint")
-    if made == fingerprint():
-        return None
-    return short(made) if made else "made before fingerprints"
-
-
-def paid_by_other_code(path: Path, manifest: dict[str, Any]) -> str | None:
-    """Why a finished run must stop a command that would use it: it paid and was made by other
-    code than today's (one line naming it and how to make it again); None otherwise. A paid
-    run is never made again silently (issue 34): ``ma design``/``ma cell`` and the workflow's
-    live runs (:meth:`market_agents.pipeline.workflow.Workflow.live_gate`) stop on it."""
-    other_code, usd = made_by_other_code(manifest), paid_usd(manifest)
-    if other_code is None or usd <= 0:
-        return None
-    return (f"{path}: a paid run ({usd:.4f} USD) made by other code ({other_code}; now "
-            f"{short(fingerprint())}); a paid run is never made again silently: restore the code "
-            "that made it (its manifest's git_revision), or move it away to make it again and "
-            "pay again")
 
 
 def run_and_score(design: Design, cell: str, seed: int, mock: bool = False,

@@ -14,54 +14,74 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from market_agents.atomic import json_text
 from market_agents.errors import MarketAgentsError
 from market_agents.inputs import read_yaml
 from market_agents.prices import load_prices
+from market_agents.sim.fingerprint import fingerprint, short
+
+if TYPE_CHECKING:  # annotations only: polars loads where a table is read or written
+    import polars as pl
 
 CONFIG_FILE = "config.yaml"
 MANIFEST_FILE = "manifest.json"
 OUTCOMES_FILE = "outcomes.json"
 FAILED_SUFFIX = ".failed.json"
 
-# The tables of a run and their column types (polars); every run writes all five, the
-# llm_decisions table empty (same columns) when there are no LLM traders.
-SCHEMAS: dict[str, dict[str, Any]] = {
+# The tables of a run, their columns and each column's polars type, by its name; every run
+# writes all five, the llm_decisions table empty (same columns) when there are no LLM traders.
+COLUMN_TYPES: dict[str, dict[str, str]] = {
     "ticks": {
-        "tick": pl.Int32, "asset": pl.Int32, "last_price": pl.Float64, "mid_price": pl.Float64,
-        "best_bid": pl.Float64, "best_ask": pl.Float64, "spread": pl.Float64,
-        "fundamental": pl.Float64, "public_value": pl.Float64, "volume": pl.Int64,
-        "n_trades": pl.Int32, "halted": pl.Boolean,
+        "tick": "Int32", "asset": "Int32", "last_price": "Float64", "mid_price": "Float64",
+        "best_bid": "Float64", "best_ask": "Float64", "spread": "Float64",
+        "fundamental": "Float64", "public_value": "Float64", "volume": "Int64",
+        "n_trades": "Int32", "halted": "Boolean",
     },
     "trades": {
-        "tick": pl.Int32, "asset": pl.Int32, "price": pl.Float64, "qty": pl.Int64,
-        "buyer": pl.Int32, "seller": pl.Int32, "aggressor": pl.Int8, "buyer_llm": pl.Boolean,
-        "seller_llm": pl.Boolean,
+        "tick": "Int32", "asset": "Int32", "price": "Float64", "qty": "Int64",
+        "buyer": "Int32", "seller": "Int32", "aggressor": "Int8", "buyer_llm": "Boolean",
+        "seller_llm": "Boolean",
     },
     "orders": {
-        "tick": pl.Int32, "slot": pl.Int32, "asset": pl.Int32, "order_id": pl.Int64,
-        "kind": pl.Utf8, "side": pl.Int8, "qty": pl.Int64, "price": pl.Float64,
-        "status": pl.Utf8, "reason": pl.Utf8, "is_llm": pl.Boolean, "rounded_price": pl.Float64,
+        "tick": "Int32", "slot": "Int32", "asset": "Int32", "order_id": "Int64",
+        "kind": "Utf8", "side": "Int8", "qty": "Int64", "price": "Float64",
+        "status": "Utf8", "reason": "Utf8", "is_llm": "Boolean", "rounded_price": "Float64",
     },
     "agents": {
-        "slot": pl.Int32, "type": pl.Utf8, "is_llm": pl.Boolean, "phase": pl.Int32,
-        "cash": pl.Float64, "shares": pl.Int64, "shares_1": pl.Int64, "wealth": pl.Float64,
-        "n_decisions": pl.Int32,
+        "slot": "Int32", "type": "Utf8", "is_llm": "Boolean", "phase": "Int32",
+        "cash": "Float64", "shares": "Int64", "shares_1": "Int64", "wealth": "Float64",
+        "n_decisions": "Int32",
     },
     "llm_decisions": {
-        "tick": pl.Int32, "slot": pl.Int32, "provider": pl.Utf8, "model": pl.Utf8,
-        "prompt_id": pl.Utf8, "prompt_version": pl.Utf8, "valid": pl.Boolean, "action": pl.Utf8,
-        "qty": pl.Int64, "price": pl.Float64, "tokens_in": pl.Int64, "tokens_cached": pl.Int64,
-        "tokens_out": pl.Int64, "tokens_reasoning": pl.Int64, "usd": pl.Float64,
-        "latency_s": pl.Float64, "error_class": pl.Utf8, "error_detail": pl.Utf8,
-        "answer_sha256": pl.Utf8,
+        "tick": "Int32", "slot": "Int32", "provider": "Utf8", "model": "Utf8",
+        "prompt_id": "Utf8", "prompt_version": "Utf8", "valid": "Boolean", "action": "Utf8",
+        "qty": "Int64", "price": "Float64", "tokens_in": "Int64", "tokens_cached": "Int64",
+        "tokens_out": "Int64", "tokens_reasoning": "Int64", "usd": "Float64",
+        "latency_s": "Float64", "error_class": "Utf8", "error_detail": "Utf8",
+        "answer_sha256": "Utf8",
     },
 }
-TABLES: tuple[str, ...] = tuple(SCHEMAS)
+TABLES: tuple[str, ...] = tuple(COLUMN_TYPES)
+
+
+def __getattr__(name: str) -> Any:
+    """``SCHEMAS``: table -> column -> polars data type (:data:`COLUMN_TYPES`), built on first
+    use (PEP 562): the Snakefile imports this module for the file names, and Snakemake's
+    process never loads polars (0.12 CPU s of each start; bench/README.md).
+
+    Raises:
+        AttributeError: any other name.
+    """
+    if name != "SCHEMAS":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import polars as pl  # why: see the docstring
+
+    schemas = {table: {col: getattr(pl, dtype) for col, dtype in cols.items()}
+               for table, cols in COLUMN_TYPES.items()}
+    globals()["SCHEMAS"] = schemas  # later lookups find the module attribute itself
+    return schemas
 
 # Every file a finished simulation leaves in its run directory (the workflow's `output:`).
 RUN_FILES: tuple[str, ...] = (CONFIG_FILE, MANIFEST_FILE, *(f"{t}.parquet" for t in TABLES))
@@ -69,6 +89,10 @@ RUN_FILES: tuple[str, ...] = (CONFIG_FILE, MANIFEST_FILE, *(f"{t}.parquet" for t
 
 class RunDirError(MarketAgentsError):
     """A run directory is missing a file or holds an unreadable one."""
+
+
+class StaleRun(MarketAgentsError):
+    """A saved run was made from a config the design no longer gives."""
 
 
 # manifest.json's ``llm_usage`` of a run without LLM traders: what the LLM client of a run that
@@ -153,6 +177,7 @@ def write_files(path: Path, config_yaml: str, tables: dict[str, pl.DataFrame],
 def read_tables(path: str | Path) -> dict[str, pl.DataFrame]:
     """The five tables of the run at ``path``; :class:`RunDirError` naming a missing or bad
     file."""
+    import polars as pl  # why: Snakemake's process imports this module, never a table
     path = Path(path)
     if not path.is_dir():
         raise RunDirError(f"{path}: not a run directory")
@@ -219,9 +244,34 @@ def paid_usd(manifest: dict[str, Any]) -> float:
     return float(usage.get("usd_spent") or 0.0)
 
 
+def made_by_other_code(manifest: dict[str, Any]) -> str | None:
+    """The fingerprint of the code that made a finished run (its ``manifest``) when it is not
+    the current code's (``"made before fingerprints"`` for a manifest without one), else None
+    (:mod:`market_agents.sim.fingerprint`)."""
+    made = manifest.get("code_fingerprint")
+    if made == fingerprint():
+        return None
+    return short(made) if made else "made before fingerprints"
+
+
+def paid_by_other_code(path: Path, manifest: dict[str, Any]) -> str | None:
+    """Why a finished run must stop a command that would use it: it paid and was made by other
+    code than today's (one line naming it and how to make it again); None otherwise. A paid
+    run is never made again silently (issue 34): ``ma design``/``ma cell`` and the workflow's
+    live runs (:meth:`market_agents.pipeline.workflow.Workflow.live_gate`) stop on it."""
+    other_code, usd = made_by_other_code(manifest), paid_usd(manifest)
+    if other_code is None or usd <= 0:
+        return None
+    return (f"{path}: a paid run ({usd:.4f} USD) made by other code ({other_code}; now "
+            f"{short(fingerprint())}); a paid run is never made again silently: restore the code "
+            "that made it (its manifest's git_revision), or move it away to make it again and "
+            "pay again")
+
+
 def answer_hashes(path: str | Path) -> dict[tuple[int, int], str | None] | None:
     """(tick, slot) -> answer_sha256 of the decisions a saved run used; None when the run has
     no such record (no run there, or written before the column existed)."""
+    import polars as pl  # why: Snakemake's process imports this module, never a table
     f = Path(path) / table_file("llm_decisions")
     if not f.exists():
         return None
