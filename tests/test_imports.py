@@ -198,14 +198,17 @@ def _snakefile_imports() -> list[str]:
             if line.startswith(("from ", "import "))]
 
 
-def test_every_snakemake_start_and_the_run_contract_load_no_table_library():
+def test_every_snakemake_start_the_budget_gate_and_the_run_contract_load_no_table_library():
     """Snakemake's process imports what the Snakefile imports at every start (a dry run, each
-    target, each resume) and reads no table; the run contract's ``src.main`` checks and
-    copies files. Neither loads polars (0.12 CPU s of each; bench/README.md): it loads where
-    a table is read or built."""
+    target, each resume) and reads no table; nor do the budget gate's jobs (`ma gate approve`,
+    `reconcile`: planning, the guard of every paying job, the ledger) and the run contract's
+    ``src.main`` (it checks and copies files). None of them loads polars (0.12 CPU s of each
+    process; bench/README.md): it loads where a table is read or built."""
     imports = _snakefile_imports()
     assert any("pipeline.workflow import Workflow" in line for line in imports)
-    code = "; ".join([*imports, "import market_agents.pipeline.contract"])
+    code = "; ".join([*imports, "import market_agents.pipeline.contract",
+                      "import market_agents.protocol.gate, market_agents.protocol.guard",
+                      "import market_agents.protocol.planning, market_agents.protocol.ledger"])
     assert _loaded_after(code, ("polars",)) == []
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from market_agents.analysis.outcomes import Thresholds
 from market_agents.config import Config, apply_overrides, config_hash, validate
 from market_agents.prices import load_prices
 from market_agents.protocol.design import Design
@@ -121,4 +120,7 @@ def design_facts(design: Design) -> dict[str, Any]:
 
 def default_thresholds() -> dict[str, Any]:
     """The outcome thresholds the freeze records by default (bubble, crash, VAR order, horizon)."""
+    # why: the outcome definitions load polars; the guard of every paying job imports this module
+    from market_agents.analysis.outcomes import Thresholds
+
     return asdict(Thresholds())
