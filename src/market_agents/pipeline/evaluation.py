@@ -32,7 +32,7 @@ def _finite(x: Any) -> float | None:
 
 def cell_means(frame: pl.DataFrame, control: str) -> dict[str, Any]:
     """Per cell: n_runs and the mean of every numeric outcome."""
-    import polars as pl  # why: src.main imports this module and reads no table
+    import polars as pl  # why: src.main imports this module, never a table
     numeric = outcome_columns(frame)
     means = frame.group_by("cell").agg([pl.len().alias("n_runs"),
                                         *(pl.col(c).mean() for c in numeric)])
@@ -108,7 +108,7 @@ def task_types(root: Path = Path(".")) -> dict[str, dict[str, str]]:
 
 def read_inputs(directory: Path) -> dict[str, tuple[str, Any]]:
     """Name -> (kind, data) of every file in ``eval_inputs/``."""
-    import polars as pl  # why: src.main imports this module and reads no table
+    import polars as pl  # why: src.main imports this module, never a table
     if not directory.is_dir():
         raise ConfigError(f"{directory} does not exist: run `make run` first")
     out: dict[str, tuple[str, Any]] = {}

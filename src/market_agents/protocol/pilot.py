@@ -35,7 +35,7 @@ def _ratio(num: float, den: float) -> float | None:
 
 
 def _weighted(frame: pl.DataFrame, col: str, weight: str = "n_llm_decisions") -> float | None:
-    import polars as pl  # why: src.main imports this module and reads no table
+    import polars as pl  # why: src.main and `ma gate` import this module, never a table
     if col not in frame.columns:
         return None
     f = frame.filter(pl.col(col).is_not_null() & (pl.col(weight) > 0))
@@ -57,7 +57,7 @@ def paired_sd(outcomes: pl.DataFrame, control: str) -> dict[str, dict[str, Any]]
 def latency(run_dirs: list[Path]) -> dict[str, float | None]:
     """Median and 95th percentile of call latency, in seconds (the recorded latency of the live
     call, also when a decision was served from the cache)."""
-    import polars as pl  # why: src.main imports this module and reads no table
+    import polars as pl  # why: src.main and `ma gate` import this module, never a table
     frames = []
     for d in run_dirs:
         path = d / table_file("llm_decisions")
@@ -107,7 +107,7 @@ def summarize(outcomes: pl.DataFrame, run_dirs: list[Path] | None = None, *, con
     """The pilot manifest from the pilot design's gathered outcomes: paired SDs against the
     ``control`` cell, cost per decision checked against ``usd_per_decision``; ``models``: the
     model ids each cell calls (recorded beside its spend per run)."""
-    import polars as pl  # why: src.main imports this module and reads no table
+    import polars as pl  # why: src.main and `ma gate` import this module, never a table
     for col in ("cell", "seed", "n_llm_decisions", "llm_usd"):
         if col not in outcomes.columns:
             raise ConfigError(f"outcomes.parquet lacks column {col!r}; re-run `ma gather`")
