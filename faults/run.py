@@ -21,13 +21,14 @@ local fake provider server with a fault, and is judged by what it leaves:
 
 Each case's ``ma`` is its own process: its argv, environment, working directory, output
 streams, signals and exit status are the case's, and it ends through the interpreter's normal
-exit. By default it is forked from one process (:class:`Zygote`) that has already imported the
-libraries every case imports (:data:`PRELOAD`: the provider SDKs, pydantic, numpy, the config
-models), because starting Python was most of the corpus's time: ``import anthropic`` alone is
-1.1 CPU s of a 2 CPU s case. polars is never preloaded (it starts threads at import, and a fork
-of a process with threads may deadlock), nor ``market_agents.cli``, which runs as
-``__main__`` as under ``python -m``. ``--fresh`` starts ``python -m market_agents.cli`` per
-case instead; ``tests/test_fault_corpus.py`` checks both ways judge cases alike.
+exit. By default it is forked from one process (``market_agents.testing.zygote``) that has
+imported the libraries every case imports (:data:`PRELOAD`: the provider SDKs, pydantic, numpy,
+the config models), because starting Python was most of the corpus's time: ``import
+anthropic`` alone is 1.1 CPU s of a 2 CPU s case. polars is never preloaded (it starts threads
+at import, and a fork of a process with threads may deadlock), nor ``market_agents.cli``,
+which runs as ``__main__`` as under ``python -m``. ``--fresh`` starts ``python -m
+market_agents.cli`` per case instead; ``tests/test_fault_corpus.py`` checks both ways judge
+cases alike.
 
 The corpus is kept apart from the test suite (tests/test_fault_corpus.py runs it whole as one
 test): its cases are the ones issue 33's findings came from, and more of their kind.
@@ -37,28 +38,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
-import itertools
 import json
 import os
-import random
-import runpy
-import select
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from market_agents.testing.fakeserver import FakeAPI
+from market_agents.testing.zygote import Zygote
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -79,132 +74,14 @@ ROUTES = {
 }
 COUNTS = ("traceback", "wrong_outcome", "silent_paying", "paid_unrecorded", "removed")
 # What the zygote imports before it forks a case: what every `ma run` of a live route imports,
-# polars excepted (Zygote).
-PRELOAD = ("numpy", "yaml", "pydantic", "httpx", "openai", "anthropic", "market_agents.config",
-           "market_agents.llm.client", "market_agents.llm.providers.openai_responses",
+# polars excepted (market_agents.testing.zygote); the package first, which keeps numpy's BLAS
+# to one thread (a thread started before the forks makes the zygote refuse). The tests' live
+# `ma` processes are forked from the same list (tests/support/procs.py).
+PRELOAD = ("market_agents", "numpy", "yaml", "pydantic", "httpx", "openai", "anthropic",
+           "market_agents.config", "market_agents.llm.client",
+           "market_agents.llm.providers.openai_responses",
            "market_agents.llm.providers.openai_compatible",
            "market_agents.llm.providers.anthropic_messages")
-
-
-class Zygote:
-    """One process that imports :data:`PRELOAD` once and then forks each case's ``ma``.
-
-    It reads requests (one JSON line: id, argv, cwd, env, stdout and stderr paths) on its stdin
-    and answers ``start <id> <pid>`` at each fork and ``exit <id> <code>`` as each child ends
-    (the exit code as ``subprocess`` reports it: negative for a signal). The child takes the
-    case's working directory, environment and output files, reseeds ``random`` as a new
-    interpreter would, and runs ``market_agents.cli`` as ``__main__``; its ``SystemExit`` (or
-    exception) leaves through this script's top level, so the interpreter exits as it would
-    after ``python -m market_agents.cli``. :meth:`run` may be called from several threads.
-    """
-
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, __file__, "--zygote"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        self.lock = threading.Lock()
-        self.ids = itertools.count()
-        self.pending: dict[str, dict[str, Future]] = {}  # id -> its start and exit
-        threading.Thread(target=self._replies, daemon=True).start()
-
-    def _replies(self) -> None:
-        for line in self.proc.stdout:
-            kind, key, value = line.decode().split()
-            with self.lock:
-                futures = self.pending.get(key)  # None: its run gave up waiting
-            if futures is not None:
-                futures[kind].set_result(int(value))
-        with self.lock:  # the zygote is gone: nothing pending will be answered
-            for futures in self.pending.values():
-                for f in futures.values():
-                    if not f.done():
-                        f.set_exception(RuntimeError("the zygote of faults/run.py ended "
-                                                     "(its error is above)"))
-
-    def run(self, argv: list[str], cwd: str, env: dict[str, str],
-            timeout: float) -> subprocess.CompletedProcess:
-        """``ma argv`` in a forked child, as ``subprocess.run(..., capture_output=True,
-        text=True, timeout=timeout)`` would run ``python -m market_agents.cli argv``."""
-        with tempfile.TemporaryDirectory(prefix="ma-fault-out-") as out:
-            out = Path(out)
-            key = str(next(self.ids))
-            futures = {"start": Future(), "exit": Future()}
-            request = {"id": key, "argv": argv, "cwd": cwd, "env": env,
-                       "stdout": str(out / "stdout"), "stderr": str(out / "stderr")}
-            with self.lock:
-                self.pending[key] = futures
-                self.proc.stdin.write(json.dumps(request).encode() + b"\n")
-                self.proc.stdin.flush()
-            pid = futures["start"].result(60)
-            try:
-                code = futures["exit"].result(timeout)
-            except TimeoutError:
-                os.kill(pid, signal.SIGKILL)
-                futures["exit"].result(60)
-                raise subprocess.TimeoutExpired(argv, timeout) from None
-            finally:
-                with self.lock:
-                    del self.pending[key]
-            read = [(out / name).read_text(encoding="utf-8", errors="replace")
-                    for name in ("stdout", "stderr")]
-        return subprocess.CompletedProcess(argv, code, *read)
-
-    def close(self) -> None:
-        """End the zygote: it waits for its children, then exits."""
-        self.proc.stdin.close()
-        self.proc.wait(60)
-
-
-def zygote() -> None:
-    """The :class:`Zygote` process: preload, then fork a child per request (this function
-    returns only in a child, which then runs its case; the zygote itself exits at EOF)."""
-    for name in PRELOAD:
-        importlib.import_module(name)
-    if "polars" in sys.modules:  # its threads would not survive the fork
-        raise SystemExit("faults/run.py --zygote: PRELOAD imported polars")
-    if os.path.isdir("/proc/self/task") and len(os.listdir("/proc/self/task")) > 1:
-        raise SystemExit("faults/run.py --zygote: a thread was started before the forks")
-    requests, replies = sys.stdin.fileno(), sys.stdout.fileno()
-    pending, eof = b"", False
-    children: dict[int, str] = {}  # pid -> the request's id
-    while not eof or children:
-        if select.select([] if eof else [requests], [], [], 0.02)[0]:
-            chunk = os.read(requests, 1 << 16)
-            eof = not chunk
-            pending += chunk
-        while b"\n" in pending:
-            line, pending = pending.split(b"\n", 1)
-            case = json.loads(line)
-            pid = os.fork()
-            if pid == 0:
-                return _child(case, requests, replies)
-            children[pid] = case["id"]
-            os.write(replies, f"start {case['id']} {pid}\n".encode())
-        while children:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-            if pid == 0:
-                break
-            code = os.waitstatus_to_exitcode(status)
-            os.write(replies, f"exit {children.pop(pid)} {code}\n".encode())
-    raise SystemExit(0)
-
-
-def _child(case: dict[str, Any], requests: int, replies: int) -> None:
-    """Become the case's ``ma`` process (in the zygote's fork)."""
-    os.close(requests)
-    os.close(replies)
-    os.chdir(case["cwd"])
-    os.environ.clear()
-    os.environ.update(case["env"])
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    for fd, path in ((1, case["stdout"]), (2, case["stderr"])):
-        f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(f, fd)
-        os.close(f)
-    random.seed()
-    sys.argv = ["ma", *case["argv"]]
-    runpy.run_module("market_agents.cli", run_name="__main__", alter_sys=True)
 
 
 def scratch(root: Path) -> Path:
@@ -321,7 +198,8 @@ def run_case(case: dict[str, Any], timeout: float, zyg: Zygote | None = None) ->
             output = ""
             for _ in range(int(case.get("repeat", 1))):  # the same command again, same server
                 cwd = fill(case.get("cwd", "{project}"), ctx)
-                proc = (zyg.run(argv, cwd, env, timeout) if zyg is not None else
+                proc = (zyg.run([sys.executable, "-m", "market_agents.cli", *argv], cwd=cwd,
+                                env=env, timeout=timeout) if zyg is not None else
                         subprocess.run([sys.executable, "-m", "market_agents.cli", *argv],
                                        cwd=cwd, env=env, capture_output=True, text=True,
                                        timeout=timeout))
@@ -368,15 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fresh", action="store_true",
                    help="start a new interpreter per case instead of forking it from one that "
                         "has imported the SDKs (slower; the same judgement)")
-    p.add_argument("--zygote", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.zygote:
-        zygote()  # returns only in a forked child, which is then the case's `ma`
-        return 0
     cases = [c for c in yaml.safe_load(args.cases.read_text())
              if c["name"].startswith(tuple(args.only))]
     rows = []
-    zyg = None if args.fresh else Zygote()
+    zyg = None if args.fresh else Zygote(PRELOAD)
     with ThreadPoolExecutor(max(1, args.workers)) as pool:  # map: printed in the cases' order
         done = pool.map(lambda case: run_case(case, args.timeout, zyg), cases)
         for i, row in enumerate(done, 1):

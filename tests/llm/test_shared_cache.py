@@ -12,6 +12,7 @@ import pytest
 
 from market_agents.llm.cache import ResponseCache
 from market_agents.testing.fakeserver import FakeAPI
+from tests.support import procs
 from tests.support.liverun import env, ma_run, ma_run_cmd, same_bytes
 
 # 600 ticks: each run makes ~135 requests over ~27 decision ticks, so the processes overlap
@@ -24,12 +25,12 @@ LONG = {"simulation__ticks": 600, "simulation__burn_in": 50,
 def test_processes_sharing_a_cache_pay_each_request_once(tmp_path, seeds):
     cache = tmp_path / "cache"
     with FakeAPI(vary=True, latency_s=0.05, jitter_s=0.1, seed=len(seeds)) as api:
-        procs = [subprocess.Popen(ma_run_cmd(tmp_path / f"run{i}", cache, seed, **LONG),
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  env=env(api), cwd=tmp_path)
-                 for i, seed in enumerate(seeds)]
-        outs = [p.communicate(timeout=900) for p in procs]
-        for p, (_, err) in zip(procs, outs, strict=True):
+        runs = [procs.popen(ma_run_cmd(tmp_path / f"run{i}", cache, seed, **LONG),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(api),
+                            cwd=tmp_path)
+                for i, seed in enumerate(seeds)]
+        outs = [p.communicate(timeout=900) for p in runs]
+        for p, (_, err) in zip(runs, outs, strict=True):
             assert p.returncode == 0, err[-3000:]
             assert "database is locked" not in err
         c = ResponseCache(cache, readonly=True)

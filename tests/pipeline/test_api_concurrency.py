@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import polars as pl
@@ -30,7 +29,7 @@ import pytest
 
 from market_agents.llm.cache import ResponseCache
 from market_agents.testing.fakeserver import FakeAPI
-from tests.support import ROOT
+from tests.support import ROOT, procs
 from tests.support.workflow import env as wf_env
 from tests.support.workflow import smk_cmd
 
@@ -59,9 +58,8 @@ def _run(project: Path, k: int, vary: bool | str) -> int:
     once and return how many were."""
     with FakeAPI(vary=vary, latency_s=0.02) as api:
         keys = dict(OPENAI_BASE_URL=f"{api.url}/v1", OPENAI_API_KEY="sk-test")
-        done = subprocess.run(smk_cmd("--cores", str(max(2, k)), "--resources", f"api={k}",
-                                      "--", GATHERED), cwd=project, env=wf_env(**keys),
-                              capture_output=True, text=True, timeout=900)
+        done = procs.run(smk_cmd("--cores", str(max(2, k)), "--resources", f"api={k}",
+                                 "--", GATHERED), cwd=project, env=wf_env(**keys), timeout=900)
         assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
         n = api.n_arrived
     cache = ResponseCache(project / CACHE, readonly=True)

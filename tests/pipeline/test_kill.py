@@ -17,7 +17,7 @@ import pytest
 
 from market_agents.testing.fakeserver import FakeAPI
 from tests.sim.test_kill import CONCURRENCY, KILLS, account, kill_at_random_moment
-from tests.support import ROOT
+from tests.support import ROOT, procs
 from tests.support.workflow import env as wf_env
 from tests.support.workflow import smk_cmd
 
@@ -37,9 +37,9 @@ def _project(path: Path, seeds: str) -> Path:
 
 def _smk(project: Path, api: FakeAPI, *args: str, **kw):
     keys = dict(OPENAI_BASE_URL=f"{api.url}/v1", OPENAI_API_KEY="sk-test")
-    return subprocess.Popen(smk_cmd("--cores", "2", "--rerun-incomplete", *args), cwd=project,
-                            env=wf_env(**keys), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, **kw)
+    return procs.popen(smk_cmd("--cores", "2", "--rerun-incomplete", *args), cwd=project,
+                       env=wf_env(**keys), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       **kw)
 
 
 @pytest.mark.slow(60)
@@ -71,9 +71,9 @@ def test_kill_a_small_live_design_at_random_moments_then_resume(tmp_path):
         assert got.equals(pl.read_parquet(clean / GATHERED).drop(serving))
         # the workflow's switch: every live run again, from the cache, with no key
         n = api.n_arrived
-        replay = subprocess.run(
+        replay = procs.run(
             smk_cmd("--cores", "2", GATHERED, "--config", "replay=true", "--forcerun",
-                    "simulate_live"), cwd=killed, capture_output=True, text=True, timeout=900,
+                    "simulate_live"), cwd=killed, timeout=900,
             env=wf_env(OPENAI_BASE_URL=f"{api.url}/v1"))
         assert replay.returncode == 0, (replay.stdout + replay.stderr)[-3000:]
         assert api.n_arrived == n

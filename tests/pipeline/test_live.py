@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 
 from market_agents.testing.fakeserver import FakeAPI
+from tests.support import procs
 from tests.support.workflow import BIN, ROOT, env, smk, smk_cmd
 
 GATHERED = "results/runs/pilot_openai/outcomes.parquet"
@@ -53,9 +54,8 @@ def test_kill_resume_pilot_and_reapproval(tmp_path):
     killed = _project(tmp_path / "killed")
     with FakeAPI(latency_s=0.01) as api:
         keys = dict(OPENAI_BASE_URL=f"{api.url}/v1", OPENAI_API_KEY="sk-test")
-        proc = subprocess.Popen(smk_cmd("--cores", "2", "pilot"), cwd=killed, env=env(**keys),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = procs.popen(smk_cmd("--cores", "2", "pilot"), cwd=killed, env=env(**keys),
+                           start_new_session=True)
         deadline = time.monotonic() + 240
         # Live runs are serialized (api=1): kill as soon as the first one is complete.
         while not any((killed / r).exists() for r in LIVE):

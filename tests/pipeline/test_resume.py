@@ -30,7 +30,7 @@ import pytest
 
 from market_agents.pipeline.holder import read_holder
 from market_agents.testing.fakeserver import FakeAPI, answer_text
-from tests.support import ROOT
+from tests.support import ROOT, procs
 from tests.support.workflow import env, smk, smk_cmd
 
 TARGET = "results/runs/live/outcomes.parquet"
@@ -55,10 +55,10 @@ def _keys(api: FakeAPI) -> dict[str, str]:
 
 def _start(project: Path, api: FakeAPI, log: Path, *args: str) -> subprocess.Popen:
     """The command a user types, in its own process group (what a terminal's Ctrl-Z/kill sees)."""
-    with log.open("w") as out:
-        return subprocess.Popen(smk_cmd("--cores", "2", TARGET, *args), cwd=project,
-                                env=env(**_keys(api)), stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+    log.write_text("")
+    return procs.popen(smk_cmd("--cores", "2", TARGET, *args), cwd=project,
+                       env=env(**_keys(api)), stdout=log, stderr=subprocess.STDOUT,
+                       start_new_session=True)
 
 
 def _wait(proc: subprocess.Popen, condition: Callable[[], bool], what: str) -> None:

@@ -21,7 +21,7 @@ from market_agents.pipeline.settle import settle
 from market_agents.prices import load_prices
 from market_agents.protocol import ledger
 from market_agents.testing.fakeserver import FakeAPI
-from tests.support import inprocess
+from tests.support import inprocess, procs
 from tests.support.liverun import SECRET, env, ma_run, ma_run_cmd, one_line_error
 
 TOKENS = (1000, 200)  # every answer of the fake server bills this usage
@@ -50,9 +50,8 @@ def test_settling_killed_runs_frees_the_cap_and_forgets_nothing_paid(tmp_path):
     per_answer = load_prices().cost(MODEL, Usage(input=TOKENS[0], output=TOKENS[1]))
     with FakeAPI(tokens=TOKENS, latency_s=0.15, jitter_s=0.05) as api:
         for i in range(KILLS):
-            proc = subprocess.Popen(ma_run_cmd(tmp_path / f"killed{i}", cache), env=env(api),
-                                    cwd=tmp_path, start_new_session=True,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = procs.popen(ma_run_cmd(tmp_path / f"killed{i}", cache), env=env(api),
+                               cwd=tmp_path, start_new_session=True)
             if i == 0:  # while it runs, nobody settles it
                 assert api.wait_for(1, timeout=120)
                 with pytest.raises(ConfigError, match=r"refused: pid \d+ .* still runs it"):

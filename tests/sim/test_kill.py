@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from market_agents.testing.fakeserver import FakeAPI
+from tests.support import procs
 from tests.support.liverun import env, ma_run, ma_run_cmd, stored, tables
 
 KILLS = 20
@@ -72,9 +73,8 @@ def test_kill_a_live_run_at_random_moments_then_resume(tmp_path):
     with FakeAPI(latency_s=0.03, jitter_s=0.03) as api:
         in_flight: list[int] = []
         while len(in_flight) < KILLS:
-            proc = subprocess.Popen(ma_run_cmd(out, cache, 1, **LIVE), env=env(api),
-                                    cwd=tmp_path, start_new_session=True,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = procs.popen(ma_run_cmd(out, cache, 1, **LIVE), env=env(api), cwd=tmp_path,
+                               start_new_session=True)
             assert kill_at_random_moment(proc, api, rng), "the run ended before 20 kills"
             account(api, cache, in_flight)
             assert not out.exists()  # a killed run leaves no run directory

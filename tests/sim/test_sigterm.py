@@ -23,6 +23,7 @@ import pytest
 
 from market_agents.llm.cache import ResponseCache
 from market_agents.testing.fakeserver import FakeAPI, answer_text
+from tests.support import procs
 from tests.support.liverun import env, ma_run, ma_run_cmd, stored, tables
 
 TRIES = 10
@@ -106,9 +107,8 @@ def test_sigterm_a_live_run_at_random_moments_then_resume(tmp_path):
     gate = Gate()
     with FakeAPI(latency_s=0.01, answer=gate.answer) as api:
         for i in range(TRIES):
-            proc = subprocess.Popen(ma_run_cmd(out, cache, 1, **LIVE), env=env(api, **GRACE),
-                                    cwd=tmp_path, start_new_session=True, text=True,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            proc = procs.popen(ma_run_cmd(out, cache, 1, **LIVE), env=env(api, **GRACE),
+                               cwd=tmp_path, start_new_session=True, stderr=subprocess.PIPE)
             terminate_at_random_moment(proc, gate, rng, in_flight=i % 2 == 0)
             err = proc.communicate(timeout=300)[1]
             assert proc.returncode == 143, (i, proc.returncode, err[-3000:])
@@ -155,8 +155,8 @@ def test_sigterm_a_live_ma_cell_then_resume(workdir):
         keys = workflow_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=f"{api.url}/v1",
                             MARKET_AGENTS_GUARDS='{"designs_dir": "config/test/designs"}',
                             **GRACE)
-        proc = subprocess.Popen(cmd, cwd=workdir, env=keys, start_new_session=True, text=True,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = procs.popen(cmd, cwd=workdir, env=keys, start_new_session=True,
+                           stderr=subprocess.PIPE)
         terminate_at_random_moment(proc, gate, random.Random(4), in_flight=True)
         err = proc.communicate(timeout=300)[1]
         assert proc.returncode == 143, err[-3000:]

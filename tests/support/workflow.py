@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support import ROOT
+from tests.support import ROOT, procs
 
 BIN = Path(sys.executable).parent
 SNAKEMAKE = BIN / "snakemake"
@@ -33,5 +33,6 @@ def smk_cmd(*args: str, test_config: bool = True) -> list[str]:
 
 def smk(workdir: Path, *args: str, test_config: bool = True, timeout: float = 300,
         **extra_env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(smk_cmd(*args, test_config=test_config), cwd=workdir,
-                          env=env(**extra_env), capture_output=True, text=True, timeout=timeout)
+    """``snakemake ARGS`` in ``workdir`` (forked: ``procs``), its output captured."""
+    return procs.run(smk_cmd(*args, test_config=test_config), cwd=workdir,
+                     env=env(**extra_env), timeout=timeout)
