@@ -1,6 +1,7 @@
 """Test support shared by every test folder: hand-made run directories (``fake_run``), LLM
-snapshots and requests (``llm``), the Snakefile runner (``workflow``) and the Bazaar rule the
-fake provider plays (``bazaar``). ``ROOT`` is the repository root; ``strict_loads`` reads JSON
+snapshots and requests (``llm``), the Snakefile runner (``workflow``), the Snakemake and live
+``ma`` processes forked from a fork server (``procs``) and the Bazaar rule the fake provider
+plays (``bazaar``). ``ROOT`` is the repository root; ``strict_loads`` reads JSON
 as a strict parser does (NaN and Infinity refused)."""
 
 import json

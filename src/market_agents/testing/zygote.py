@@ -3,8 +3,9 @@ then forks each command, a Python program (``python -m MODULE ARGS`` or a script
 ``.venv/bin/snakemake ARGS``) that runs from there on.
 
 Starting Python is most of what such a test pays: ``import openai`` and ``import anthropic``
-are 0.5 and 1.2 CPU s of every live ``ma`` process, ``import snakemake.cli`` 0.75 CPU s of
-every Snakemake invocation. A forked child is still a process of its own, with the command's
+are 0.5 and 1.2 CPU s of every live ``ma`` process; Snakemake's command line (its imports and
+its registries of installed plugins) and the Snakefile's imports are 0.75 of the 1.0 CPU s of a
+dry run. A forked child is still a process of its own, with the command's
 argv, working directory, environment, output streams, session (``start_new_session``), signals
 and exit status, and it ends through the interpreter's normal exit; only the imports of its
 :data:`preload <Zygote>` list were done before the fork. A command runs as ``__main__``
@@ -21,7 +22,7 @@ tests' process helpers (``tests/support/procs.py``) use it, each with its list o
 ``tests/test_zygote.py`` checks that a forked command and a new interpreter leave the same
 files, lines and exit statuses.
 
-    python -m market_agents.testing.zygote MODULE...   # the server: preload, then serve
+    python -m market_agents.testing.zygote MODULE[:FUNCTION]...   # preload, then serve
 
 Requests are JSON lines on the server's stdin; it answers ``start <id> <pid>`` (written by the
 child once its session and streams are in place) and ``exit <id> <code>`` (the code as
