@@ -88,6 +88,8 @@ def test_a_forked_child_is_its_own_session_and_dies_by_a_signal(tmp_path):
     assert child.wait(60) == -signal.SIGKILL and child.poll() == -signal.SIGKILL
     done = zyg.run([sys.executable, "-m", "json.tool", "--no-such-flag"], cwd=tmp_path, env={})
     assert done.returncode == 2 and "--no-such-flag" in done.stderr  # argparse's own exit
+    with pytest.raises(RuntimeError, match=r"ended \(exit 1\) before it started"):
+        zyg.run([script], cwd=tmp_path / "no-such-folder", env={}, timeout=60)  # at once
 
 
 def test_an_environment_read_at_start_up_gets_a_new_interpreter():

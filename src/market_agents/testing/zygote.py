@@ -138,8 +138,13 @@ class Zygote:
                 futures = self.pending.get(key)
                 if kind == "exit":
                     self.pending.pop(key, None)
-            if futures is not None:
-                futures[kind].set_result(int(value))
+            if futures is None:
+                continue
+            if kind == "exit" and not futures["start"].done():  # it failed in its set-up
+                futures["start"].set_exception(RuntimeError(
+                    f"the forked child ended (exit {value}) before it started; its error is "
+                    "above"))
+            futures[kind].set_result(int(value))
         with self.lock:  # the server is gone: nothing pending will be answered
             for futures in self.pending.values():
                 for f in futures.values():
