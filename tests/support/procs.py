@@ -60,11 +60,12 @@ def forked(cmd: Sequence[str | Path], env: dict[str, str]) -> Zygote | None:
     from the server's in what an interpreter reads as it starts."""
     argv = [str(c) for c in cmd]
     key = argv[2] if argv[:2] == [sys.executable, "-m"] and len(argv) > 2 else argv[0]
-    own = server_env()
-    if key not in SERVERS or any(env.get(k) != own.get(k) for k in {*env, *own}
-                                 if k.startswith(START_UP)):
+    if key not in SERVERS:
         return None
-    return zygote(SERVERS[key])
+    server = zygote(SERVERS[key])
+    differs = any(env.get(k) != server.env.get(k) for k in {*env, *server.env}
+                  if k.startswith(START_UP))
+    return None if differs else server
 
 
 def popen(cmd: Sequence[str | Path], *, cwd: str | Path, env: dict[str, str],

@@ -124,8 +124,9 @@ class Zygote:
     """
 
     def __init__(self, preload: Sequence[str], env: dict[str, str] | None = None) -> None:
+        self.env = dict(os.environ if env is None else env)  # what the preloads saw
         self.proc = subprocess.Popen([sys.executable, "-m", __name__, *preload],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self.env)
         self.lock = threading.Lock()
         self.ids = itertools.count()
         self.pending: dict[str, dict[str, Future]] = {}  # id -> its start and exit
