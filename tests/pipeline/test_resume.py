@@ -53,7 +53,7 @@ def _keys(api: FakeAPI) -> dict[str, str]:
     return {"OPENAI_BASE_URL": f"{api.url}/v1", "OPENAI_API_KEY": "sk-test"}
 
 
-def _start(project: Path, api: FakeAPI, log: Path, *args: str) -> subprocess.Popen:
+def _start(project: Path, api: FakeAPI, log: Path, *args: str) -> procs.Process:
     """The command a user types, in its own process group (what a terminal's Ctrl-Z/kill sees)."""
     log.write_text("")
     return procs.popen(smk_cmd("--cores", "2", TARGET, *args), cwd=project,

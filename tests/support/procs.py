@@ -38,6 +38,7 @@ SERVERS = {str(BIN / "snakemake"): WORKFLOW_PRELOAD, str(BIN / "ma"): LIVE_PRELO
 # Read by the interpreter or a library as it starts: a forked child would keep the server's.
 START_UP = ("PYTHON", "OPENBLAS_", "OMP_", "MKL_")
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+Process = Child | subprocess.Popen  # what popen returns: both are used alike
 
 
 @functools.cache
@@ -70,7 +71,7 @@ def forked(cmd: Sequence[str | Path], env: dict[str, str]) -> Zygote | None:
 
 def popen(cmd: Sequence[str | Path], *, cwd: str | Path, env: dict[str, str],
           stdout: Stream = subprocess.DEVNULL, stderr: Stream = subprocess.DEVNULL,
-          start_new_session: bool = False) -> Child | subprocess.Popen:
+          start_new_session: bool = False) -> Process:
     """``subprocess.Popen(cmd, ..., text=True)``, forked where it can be (streams: DEVNULL,
     PIPE, STDOUT or a file path, appended to)."""
     server = forked(cmd, env)
