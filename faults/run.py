@@ -198,10 +198,9 @@ def run_case(case: dict[str, Any], timeout: float, zyg: Zygote | None = None) ->
             output = ""
             for _ in range(int(case.get("repeat", 1))):  # the same command again, same server
                 cwd = fill(case.get("cwd", "{project}"), ctx)
-                proc = (zyg.run([sys.executable, "-m", "market_agents.cli", *argv], cwd=cwd,
-                                env=env, timeout=timeout) if zyg is not None else
-                        subprocess.run([sys.executable, "-m", "market_agents.cli", *argv],
-                                       cwd=cwd, env=env, capture_output=True, text=True,
+                cmd = [sys.executable, "-m", "market_agents.cli", *argv]
+                proc = (zyg.run(cmd, cwd=cwd, env=env, timeout=timeout) if zyg is not None else
+                        subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
                                        timeout=timeout))
                 output += proc.stdout + proc.stderr
             after = files(proj.parent)

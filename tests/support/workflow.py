@@ -16,9 +16,7 @@ TEST_CONFIG = "config/test/workflow.yaml"
 
 
 def env(**extra: str) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items()
-         if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL",
-                      "ANTHROPIC_BASE_URL")}
+    e = procs.server_env()  # no provider key or URL
     e["PATH"] = f"{BIN}{os.pathsep}{e.get('PATH', '')}"
     e.update(extra)
     return e
